@@ -1,0 +1,48 @@
+# The README's two commands: `make demo` and `make test`. Each sets itself up.
+PYTHON ?= python3
+# CPython 3.13 (pyenv here) runs the suite a second time, subinterpreter tests included.
+PY313 ?= $(shell p="$$(pyenv root 2>/dev/null)/versions/3.13.0/bin/python"; \
+	if [ -x "$$p" ]; then echo "$$p"; else command -v python3.13 || true; fi)
+VENV := .venv
+VENV313 := .venv-3.13
+PYTEST_ARGS ?=
+
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: demo test test-default test-3.13 lint bench clean
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/robotlab demo
+
+test: lint test-default test-3.13
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check src tests benchmarks examples
+
+test-default: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+test-3.13:
+ifeq ($(strip $(PY313)),)
+	@echo "CPython 3.13 not found: subinterpreter suite not run on this machine"
+else
+	$(MAKE) $(VENV313)/.installed PYTHON_FOR_VENV="$(PY313)" VENV_DIR=$(VENV313)
+	ROBOTLAB_REQUIRE_SUBINTERPRETERS=1 $(VENV313)/bin/python -m pytest $(PYTEST_ARGS)
+endif
+
+bench: $(VENV)/.installed
+	$(VENV)/bin/python -m benchmarks
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q -e '.[dev]'
+	touch $@
+
+$(VENV313)/.installed: pyproject.toml
+	$(PYTHON_FOR_VENV) -m venv $(VENV_DIR)
+	$(VENV_DIR)/bin/python -m pip install -q -e '.[dev]'
+	touch $@
+
+clean:
+	rm -rf $(VENV) $(VENV313) build dist .pytest_cache .ruff_cache

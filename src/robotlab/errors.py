@@ -1,0 +1,227 @@
+"""The robotlab error tree, its message formats, and :func:`retryable`.
+
+Every error robotlab raises is a :class:`Error`. The tree and the message
+formats follow robot_lab's ``errors.md``::
+
+    Error
+    ├── ConfigurationError
+    │   └── DependencyError
+    ├── InferenceError
+    │   └── ToolLoopError
+    ├── ToolNotFoundError
+    ├── MCPError
+    ├── BusError
+    ├── RactorBoundaryError   (alias: BoundaryError)
+    ├── ToolError
+    ├── BudgetExceeded
+    ├── AwaitTimeout
+    ├── DelegationTimeout
+    └── parallel layer: WorkerCrashed, JobTimeout, WireError
+
+This module imports nothing but the standard library: it is loaded inside
+worker processes and subinterpreters.
+
+Example:
+    >>> from robotlab.errors import ToolLoopError, retryable
+    >>> err = ToolLoopError.for_limit(10)
+    >>> str(err)
+    'Circuit breaker triggered: 11 tool calls exceeded max_tool_rounds (10)'
+    >>> retryable(err)
+    False
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AwaitTimeout",
+    "BoundaryError",
+    "BudgetExceeded",
+    "BusError",
+    "ConfigurationError",
+    "DelegationTimeout",
+    "DependencyError",
+    "Error",
+    "InferenceError",
+    "JobTimeout",
+    "MCPError",
+    "RactorBoundaryError",
+    "ToolError",
+    "ToolLoopError",
+    "ToolNotFoundError",
+    "WireError",
+    "WorkerCrashed",
+    "retryable",
+    "retryable_classes",
+]
+
+
+def _number(value: float) -> str:
+    """Format a count of seconds or tokens the way a person writes it (30, 0.5)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+class Error(Exception):
+    """Base class of every robotlab error."""
+
+
+class ConfigurationError(Error):
+    """Configuration is invalid or missing a required value."""
+
+
+class DependencyError(ConfigurationError):
+    """An optional dependency needed by the requested feature is not installed.
+
+    The message always names the exact ``pip install`` command that fixes it.
+    """
+
+    @classmethod
+    def missing(cls, feature: str, requirement: str) -> DependencyError:
+        """Build the standard message for *feature* needing *requirement*.
+
+        >>> str(DependencyError.missing("backend='ray'", "robotlab[ray]"))
+        "backend='ray' requires robotlab[ray]. Install it with `pip install 'robotlab[ray]'`."
+        """
+        return cls(f"{feature} requires {requirement}. Install it with `pip install '{requirement}'`.")
+
+
+class InferenceError(Error):
+    """An LLM call failed (provider error, timeout, rate limit) or overspent a budget."""
+
+    @classmethod
+    def token_budget(cls, used: int, budget: int) -> InferenceError:
+        """A completed call pushed cumulative token usage over ``token_budget``."""
+        return cls(f"Token budget exceeded: {used} tokens used, budget is {budget}")
+
+    @classmethod
+    def cost_budget(cls, used: float, budget: float) -> InferenceError:
+        """A completed call pushed cumulative cost over ``cost_budget``."""
+        return cls(f"Cost budget exceeded: ${used:.6f} used, budget is ${budget:.6f}")
+
+
+class ToolLoopError(InferenceError):
+    """The tool-call circuit breaker tripped: more calls than ``max_tool_rounds``.
+
+    The robot's conversation is left mid-loop; call ``robot.clear_messages()``
+    before running it again.
+    """
+
+    @classmethod
+    def for_limit(cls, max_tool_rounds: int) -> ToolLoopError:
+        """The breaker trips on call ``max_tool_rounds + 1``."""
+        return cls(
+            f"Circuit breaker triggered: {max_tool_rounds + 1} tool calls "
+            f"exceeded max_tool_rounds ({max_tool_rounds})"
+        )
+
+
+class ToolNotFoundError(Error):
+    """A tool name was referenced that the ``ToolManifest`` does not know."""
+
+
+class _FlaggedRetryable(Error):
+    """An error that is retryable only when the raise site says so."""
+
+    def __init__(self, *args: object, retryable: bool = False) -> None:
+        super().__init__(*args)
+        self.retryable = bool(retryable)
+
+    def __reduce__(self):  # keep the flag across pickling (worker -> parent)
+        return (_rebuild_flagged, (type(self), self.args, self.retryable))
+
+
+def _rebuild_flagged(cls: type[_FlaggedRetryable], args: tuple, flag: bool) -> _FlaggedRetryable:
+    return cls(*args, retryable=flag)
+
+
+class MCPError(_FlaggedRetryable):
+    """MCP server communication failed (connection refused, timeout, protocol error)."""
+
+
+class ToolError(_FlaggedRetryable):
+    """A tool failed. Raise it from ``execute``; ``retryable=True`` tells the model to try again.
+
+    The worker pool raises it for a tool that failed in a worker; then
+    ``remote_traceback`` holds the worker-side traceback text.
+    """
+
+    remote_traceback: str | None = None
+
+
+class BusError(Error):
+    """Message-bus communication failed (no bus configured, unknown receiver)."""
+
+
+class RactorBoundaryError(Error):
+    """A value cannot be made shareable to cross to a worker (live I/O, a lambda, mutable state)."""
+
+
+BoundaryError = RactorBoundaryError
+
+
+class BudgetExceeded(Error):
+    """A token or cost budget was already exhausted before an LLM call was attempted."""
+
+    @classmethod
+    def for_dimension(cls, dimension: str, attempted: float, limit: float) -> BudgetExceeded:
+        """``budget exceeded for <dimension>: <committed + amount> > <limit>``."""
+        return cls(f"budget exceeded for {dimension}: {_number(attempted)} > {_number(limit)}")
+
+
+class AwaitTimeout(Error):
+    """A blocking ``Memory.get(..., wait=...)`` expired before the key was written."""
+
+    @classmethod
+    def for_key(cls, key: str, seconds: float) -> AwaitTimeout:
+        return cls(f"Timeout waiting for {key!r} after {_number(seconds)} seconds")
+
+
+class DelegationTimeout(Error):
+    """``DelegationFuture.result(timeout=...)`` expired before the delegate finished."""
+
+
+class WorkerCrashed(Error):
+    """The worker running a job died (signal, segfault, ``os._exit``) before answering.
+
+    ``exitcode`` is the process exit code (negative: killed by signal ``-exitcode``).
+    """
+
+    exitcode: int | None = None
+
+
+class JobTimeout(Error, TimeoutError):
+    """A job ran past its timeout; its worker was stopped and replaced."""
+
+
+class WireError(Error):
+    """A frame on the wire was corrupt, truncated or of an unknown kind."""
+
+
+def retryable(exc: BaseException) -> bool:
+    """Whether another attempt at the failed operation is worth making.
+
+    ``InferenceError`` and its subclasses are always retryable, except
+    ``ToolLoopError`` (a circuit breaker: retrying re-triggers it).
+    ``MCPError`` and ``ToolError`` are retryable only when raised with
+    ``retryable=True``. Everything else, non-robotlab errors included, never.
+
+    >>> retryable(ToolError("upstream unavailable", retryable=True))
+    True
+    """
+    if isinstance(exc, ToolLoopError):
+        return False
+    if isinstance(exc, InferenceError):
+        return True
+    if isinstance(exc, _FlaggedRetryable):
+        return exc.retryable
+    return False
+
+
+def retryable_classes() -> tuple[type[Error], ...]:
+    """The classes whose instances can be retryable, per the table above.
+
+    ``InferenceError`` (always, ``ToolLoopError`` excepted) and ``MCPError`` /
+    ``ToolError`` (when flagged). Use :func:`retryable` to classify one error.
+    """
+    return (InferenceError, MCPError, ToolError)
