@@ -1,0 +1,5 @@
+import sys
+
+from robotlab.cli import main
+
+sys.exit(main())

@@ -1,0 +1,359 @@
+"""Tools: plain typed Python the model can call.
+
+Two forms, one class underneath.
+
+Class form — declare parameters with :func:`param` in the class body::
+
+    class Fetch(Tool):
+        description = "Fetch a record"
+        param("id", type="string", desc="record id", required=True)
+
+        def execute(self, *, id):
+            return {"id": id}
+
+Function form — name, description and JSON schema come from the signature::
+
+    @tool
+    def add(a: int, b: int) -> int:
+        '''Add two integers.'''
+        return a + b
+
+Example:
+    >>> from robotlab.errors import ToolError
+    >>> class Fetch(Tool):
+    ...     description = "Fetch a record"
+    ...     param("id", type="string", desc="record id")
+    ...     def execute(self, *, id):
+    ...         raise ToolError("upstream unavailable", retryable=True)
+    >>> Fetch().call({"id": "1"})
+    'Error (fetch): upstream unavailable (retryable)'
+
+This module is worker-side: it imports only the standard library, ``errors``
+and ``hooks``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+import sys
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from robotlab.errors import ConfigurationError, ToolError, ToolNotFoundError, retryable
+from robotlab.hooks import Hooks, ToolCallHookContext, current_hook_scope, global_hooks
+
+__all__ = ["Param", "Tool", "ToolManifest", "param", "tool"]
+
+logger = logging.getLogger("robotlab.tools")
+
+JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object")
+_PY_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list, tuple),
+    "object": (dict, Mapping),
+}
+
+
+def snake_case(name: str) -> str:
+    """``FetchRecord`` → ``fetch_record``; ``HTTPFetch`` → ``http_fetch``."""
+    name = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+
+
+@dataclass(frozen=True)
+class Param:
+    """One tool parameter, as declared with :func:`param`."""
+
+    name: str
+    type: str = "string"
+    desc: str = ""
+    required: bool = True
+    enum: tuple[Any, ...] | None = None
+    items: str | None = None  # element type of an "array"
+
+    def schema(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type}
+        if self.desc:
+            out["description"] = self.desc
+        if self.enum is not None:
+            out["enum"] = list(self.enum)
+        if self.type == "array":
+            out["items"] = {"type": self.items} if self.items else {}
+        return out
+
+
+def param(
+    name: str,
+    *,
+    type: str = "string",
+    desc: str = "",
+    required: bool = True,
+    enum: Iterable[Any] | None = None,
+    items: str | None = None,
+) -> Param:
+    """Declare a tool parameter. Called in a ``Tool`` class body, it registers there.
+
+    ``type`` is a JSON-schema type: string, integer, number, boolean, array, object.
+    """
+    if type not in JSON_TYPES:
+        raise ConfigurationError(f"param {name!r}: type must be one of {', '.join(JSON_TYPES)}, got {type!r}")
+    spec = Param(name, type, desc, required, tuple(enum) if enum is not None else None, items)
+    namespace = sys._getframe(1).f_locals
+    if "__module__" in namespace and "__qualname__" in namespace:  # we are in a class body
+        namespace.setdefault("__tool_params__", []).append(spec)
+    return spec
+
+
+def _json_type(annotation: Any) -> tuple[str, bool, tuple[Any, ...] | None]:
+    """(JSON type, optional?, enum) for a Python annotation."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        optional = len(members) < len(typing.get_args(annotation))
+        json_type, _, enum = _json_type(members[0]) if len(members) == 1 else ("string", False, None)
+        return json_type, optional, enum
+    if origin is typing.Literal:
+        values = typing.get_args(annotation)
+        return _json_type(type(values[0]))[0], False, values
+    base = origin or annotation
+    for json_type, py in (
+        ("boolean", bool), ("integer", int), ("number", float), ("string", str),
+        ("array", list), ("array", tuple), ("object", dict),
+    ):
+        if base is py:
+            return json_type, False, None
+    return "string", False, None
+
+
+def params_from_signature(fn: Callable[..., Any]) -> list[Param]:
+    """Derive :class:`Param` declarations from a typed function signature."""
+    hints = typing.get_type_hints(fn)
+    out = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.name in ("self", "cls") or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        json_type, optional, enum = _json_type(hints.get(p.name, str))
+        out.append(Param(p.name, json_type, "", p.default is p.empty and not optional, enum))
+    return out
+
+
+class Tool:
+    """Base class of every tool. Subclass it, declare params, implement ``execute``.
+
+    Class attributes:
+        name: defaults to the snake_case class name (``Fetch`` → ``fetch``).
+        description: what the model reads to decide when to call it.
+        parallel_safe: run on the worker pool (``ractor_safe`` is an alias). Inherited.
+        raise_on_error: re-raise instead of returning ``Error (<name>): ...`` text.
+
+    An instance carries ``robot`` (its owner, or ``None``) and ``memory``.
+    """
+
+    name: ClassVar[str] = "tool"
+    description: ClassVar[str] = ""
+    parallel_safe: ClassVar[bool] = False
+    ractor_safe: ClassVar[bool] = False  # robot_lab's name for parallel_safe; kept in sync
+    raise_on_error: ClassVar[bool] = False
+    params: ClassVar[tuple[Param, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__:
+            cls.name = snake_case(cls.__name__)
+        if "ractor_safe" in cls.__dict__ and "parallel_safe" not in cls.__dict__:
+            cls.parallel_safe = bool(cls.__dict__["ractor_safe"])
+        cls.ractor_safe = cls.parallel_safe
+        declared = cls.__dict__.get("__tool_params__")
+        if declared is not None:
+            inherited = {p.name: p for p in cls.params}
+            inherited.update({p.name: p for p in declared})
+            cls.params = tuple(inherited.values())
+        elif not cls.params and "execute" in cls.__dict__:
+            cls.params = tuple(params_from_signature(cls.__dict__["execute"]))
+
+    def __init__(self, *, robot: Any = None, memory: Any = None) -> None:
+        self.robot = robot
+        self.memory = memory
+
+    @classmethod
+    def parameters_schema(cls) -> dict[str, Any]:
+        """The JSON schema of the arguments."""
+        return {
+            "type": "object",
+            "properties": {p.name: p.schema() for p in cls.params},
+            "required": [p.name for p in cls.params if p.required],
+        }
+
+    @classmethod
+    def schema(cls) -> dict[str, Any]:
+        """The OpenAI tool schema sent to the model."""
+        return {
+            "type": "function",
+            "function": {"name": cls.name, "description": cls.description, "parameters": cls.parameters_schema()},
+        }
+
+    def execute(self, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__qualname__} must implement execute()")
+
+    def validate(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Check *args* against the schema; raises ``ToolError`` describing every problem."""
+        known = {p.name: p for p in self.params}
+        problems = [f"unknown parameter {k!r}" for k in args if k not in known]
+        for p in self.params:
+            if p.name not in args or args[p.name] is None:
+                if p.required:
+                    problems.append(f"missing required parameter {p.name!r}")
+                continue
+            value = args[p.name]
+            ok = isinstance(value, _PY_TYPES[p.type]) and not (
+                p.type in ("integer", "number") and isinstance(value, bool)
+            )
+            if not ok:
+                problems.append(f"{p.name!r} must be {p.type}, got {type(value).__name__}")
+            elif p.enum is not None and value not in p.enum:
+                problems.append(f"{p.name!r} must be one of {list(p.enum)}, got {value!r}")
+        if problems:
+            raise ToolError("invalid arguments: " + "; ".join(problems))
+        return {k: v for k, v in args.items() if v is not None}
+
+    def format_error(self, exc: BaseException) -> str:
+        text = f"Error ({self.name}): {exc}"
+        return f"{text} (retryable)" if retryable(exc) else text
+
+    def call(self, args: Mapping[str, Any] | None = None) -> Any:
+        """Validate, fire the ``tool_call`` hook family around ``execute``, and return the result.
+
+        A failure becomes the text ``Error (<name>): <message>`` for the model
+        (`` (retryable)`` appended when :func:`robotlab.retryable` says so);
+        ``raise_on_error = True`` re-raises instead. Hooks come from the current
+        hook scope, or the global and robot registries when there is none.
+        """
+        args = dict(args or {})
+        ctx = ToolCallHookContext(tool=self, tool_args=args, robot=self.robot)
+        scope = current_hook_scope()
+        if scope is not None:
+            registries, per_run = list(scope.registries), scope.per_run_hooks
+        else:
+            registries, per_run = [global_hooks(), getattr(self.robot, "hooks", None)], None
+
+        def body() -> Any:
+            try:
+                ctx.tool_result = self.execute(**self.validate(args))
+            except Exception as exc:
+                ctx.tool_error = exc
+                if self.raise_on_error:
+                    raise
+                if not isinstance(exc, ToolError):
+                    logger.warning("tool %s raised %s: %s", self.name, type(exc).__name__, exc, exc_info=True)
+                ctx.tool_result = self.format_error(exc)
+            return ctx.tool_result
+
+        returned = Hooks.run("tool_call", ctx, registries, per_run, body)
+        # An around hook may block the call by setting ctx.tool_result without calling the block.
+        return ctx.tool_result if ctx.tool_result is not None else returned
+
+
+class FunctionTool(Tool):
+    """A tool made by :func:`tool` from a plain function (``cls.fn``)."""
+
+    fn: ClassVar[Callable[..., Any]]
+
+    def execute(self, **kwargs: Any) -> Any:
+        return type(self).fn(**kwargs)
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parallel_safe: bool = False,
+) -> Any:
+    """Turn a typed function into a Tool class (``@tool`` or ``@tool(parallel_safe=True)``).
+
+    The class keeps the function's module and name, so it crosses to workers by
+    import path; the function stays reachable as ``.fn``.
+
+    >>> @tool
+    ... def add(a: int, b: int) -> int:
+    ...     '''Add two integers.'''
+    ...     return a + b
+    >>> add().call({"a": 2, "b": 3}), add.name, add.fn(1, 1)
+    (5, 'add', 2)
+    """
+
+    def wrap(func: Callable[..., Any]) -> type[Tool]:
+        doc = inspect.getdoc(func) or ""
+        attrs = {
+            "fn": staticmethod(func),
+            "name": name or func.__name__,
+            "description": description if description is not None else doc.split("\n\n")[0].strip(),
+            "parallel_safe": parallel_safe,
+            "params": tuple(params_from_signature(func)),
+            "__module__": func.__module__,
+            "__qualname__": func.__qualname__,
+            "__doc__": func.__doc__,
+        }
+        return type(func.__name__, (FunctionTool,), attrs)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def as_tool_class(obj: Any) -> type[Tool]:
+    """Accept a Tool subclass or instance; anything else is a ``ConfigurationError``."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    if not (isinstance(cls, type) and issubclass(cls, Tool)):
+        raise ConfigurationError(
+            f"{obj!r} is not a robotlab Tool; subclass robotlab.Tool or decorate a function with @robotlab.tool"
+        )
+    return cls
+
+
+class ToolManifest:
+    """Tools by name. ``resolve(name)`` raises ``ToolNotFoundError`` for an unknown one.
+
+    >>> manifest = ToolManifest([])
+    >>> manifest.names()
+    []
+    """
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            if t.name in self._tools:
+                raise ConfigurationError(f"two tools are named {t.name!r}; tool names must be unique")
+            self._tools[t.name] = t
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self):
+        return iter(self._tools.values())
+
+    def resolve(self, name: str) -> Tool:
+        try:
+            return self._tools[name]
+        except KeyError:
+            available = ", ".join(self._tools) or "none"
+            raise ToolNotFoundError(f"Tool {name!r} not found. Available tools: {available}") from None
+
+    def select(self, names: Iterable[str]) -> ToolManifest:
+        """A manifest of just *names* (each must exist)."""
+        return ToolManifest(self.resolve(n) for n in names)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [type(t).schema() for t in self._tools.values()]
