@@ -1,0 +1,212 @@
+"""HookContext and one context class per hook family.
+
+Fields marked rw in robot_lab's docs are plain attributes; the others are
+read-only properties.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from robotlab.hooks.state import DotState, ExtensionState
+
+__all__ = [
+    "CompactionHookContext",
+    "HookContext",
+    "LearnHookContext",
+    "LlmGenerationHookContext",
+    "NetworkRunHookContext",
+    "RunHookContext",
+    "TaskHookContext",
+    "ToolCallHookContext",
+]
+
+
+def _readonly(name: str) -> property:
+    return property(lambda self: self._fields[name], doc=f"{name} (read-only)")
+
+
+class HookContext:
+    """Base context: ``event``, ``metadata``, ``ext(name)``, ``local``, ``with_namespace(ns)``.
+
+    >>> ctx = HookContext("run")
+    >>> with ctx.with_namespace("timer"):
+    ...     ctx.local.start = 1
+    >>> ctx.ext("timer").start
+    1
+    """
+
+    _readonly_fields: tuple[str, ...] = ()
+    _rw_fields: tuple[str, ...] = ()
+    _event = "hook"
+
+    def __init__(self, event: str | None = None, metadata: ExtensionState | None = None, **fields: Any) -> None:
+        unknown = set(fields) - set(self._readonly_fields) - set(self._rw_fields)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} got unexpected field(s): {', '.join(sorted(unknown))}")
+        self._fields = {name: fields.get(name) for name in self._readonly_fields}
+        for name in self._rw_fields:
+            setattr(self, name, fields.get(name))
+        self._event_name = str(event) if event is not None else self._event
+        self._metadata = metadata if metadata is not None else ExtensionState()
+        self._ns = threading.local()
+
+    @property
+    def event(self) -> str:
+        return self._event_name
+
+    @property
+    def metadata(self) -> ExtensionState:
+        return self._metadata
+
+    def ext(self, name: object) -> DotState:
+        """Another handler's namespaced state, e.g. ``ctx.ext("timer").start``."""
+        return self._metadata.ext(name)
+
+    @property
+    def local(self) -> DotState:
+        """This handler's private state; only inside a hook call (``with_namespace``)."""
+        ns = getattr(self._ns, "name", None)
+        if ns is None:
+            raise ValueError("No hook namespace active")
+        return self._metadata.ext(ns)
+
+    @contextlib.contextmanager
+    def with_namespace(self, namespace: object) -> Iterator[HookContext]:
+        previous = getattr(self._ns, "name", None)
+        self._ns.name = str(namespace)
+        try:
+            yield self
+        finally:
+            self._ns.name = previous
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"event": self.event}
+        for name in (*self._readonly_fields, *self._derived_fields(), *self._rw_fields):
+            out[name] = getattr(self, name)
+        out["metadata"] = self._metadata.to_dict()
+        return out
+
+    def _derived_fields(self) -> tuple[str, ...]:
+        return ()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(event={self.event!r})"
+
+
+class RunHookContext(HookContext):
+    """``run`` family: robot, network, task, memory, config; rw request, response, error."""
+
+    _event = "run"
+    _readonly_fields = ("robot", "network", "task", "memory", "config")
+    _rw_fields = ("request", "response", "error")
+    robot = _readonly("robot")
+    network = _readonly("network")
+    task = _readonly("task")
+    memory = _readonly("memory")
+    config = _readonly("config")
+
+
+class LlmGenerationHookContext(RunHookContext):
+    """``llm_generation`` family (its ``event`` is ``"run"``, as in robot_lab): adds iteration."""
+
+    _readonly_fields = (*RunHookContext._readonly_fields, "iteration")
+    _rw_fields = (*RunHookContext._rw_fields, "generation_response")
+    iteration = _readonly("iteration")
+
+    def __init__(self, event: str | None = None, metadata: ExtensionState | None = None, **fields: Any) -> None:
+        fields.setdefault("iteration", 0)
+        super().__init__(event, metadata, **fields)
+        if self._fields["iteration"] is None:
+            self._fields["iteration"] = 0
+
+
+class ToolCallHookContext(HookContext):
+    """``tool_call`` family: tool, tool_name, tool_args, robot; rw tool_result, tool_error."""
+
+    _event = "tool_call"
+    _readonly_fields = ("tool", "tool_args", "robot")
+    _rw_fields = ("tool_result", "tool_error")
+    tool = _readonly("tool")
+    tool_args = _readonly("tool_args")
+    robot = _readonly("robot")
+
+    @property
+    def tool_name(self) -> str:
+        tool = self._fields["tool"]
+        return getattr(tool, "name", None) or type(tool).__name__
+
+    def _derived_fields(self) -> tuple[str, ...]:
+        return ("tool_name",)
+
+
+class NetworkRunHookContext(HookContext):
+    """``network_run`` family: network, memory, config; rw context, result, error."""
+
+    _event = "network_run"
+    _readonly_fields = ("network", "memory", "config")
+    _rw_fields = ("context", "result", "error")
+    network = _readonly("network")
+    memory = _readonly("memory")
+    config = _readonly("config")
+
+
+class TaskHookContext(HookContext):
+    """``task`` family: network, task, task_name, robot (falls back to task.robot), memory, config."""
+
+    _event = "task"
+    _readonly_fields = ("network", "task", "memory", "config", "robot")
+    _rw_fields = ("result", "error")
+    network = _readonly("network")
+    task = _readonly("task")
+    memory = _readonly("memory")
+    config = _readonly("config")
+
+    @property
+    def robot(self) -> Any:
+        return self._fields["robot"] or getattr(self._fields["task"], "robot", None)
+
+    @property
+    def task_name(self) -> str | None:
+        return getattr(self._fields["task"], "name", None)
+
+    def _derived_fields(self) -> tuple[str, ...]:
+        return ("task_name",)
+
+
+class LearnHookContext(HookContext):
+    """``learn`` family: robot, text, learnings_before; rw stored, error."""
+
+    _event = "learn"
+    _readonly_fields = ("robot", "text", "learnings_before")
+    _rw_fields = ("stored", "error")
+    robot = _readonly("robot")
+    text = _readonly("text")
+    learnings_before = _readonly("learnings_before")
+
+    def __init__(self, event: str | None = None, metadata: ExtensionState | None = None, **fields: Any) -> None:
+        super().__init__(event, metadata, **fields)
+        self.stored = bool(self.stored)
+
+
+class CompactionHookContext(HookContext):
+    """``compaction`` family: robot, messages_before, config, strategy; rw compacted_messages, error."""
+
+    _event = "compaction"
+    _readonly_fields = ("robot", "messages_before", "config", "strategy")
+    _rw_fields = ("compacted_messages", "error")
+    robot = _readonly("robot")
+    messages_before = _readonly("messages_before")
+    config = _readonly("config")
+    strategy = _readonly("strategy")
+
+    @property
+    def handled(self) -> bool:
+        """True once ``on_compaction`` set ``compacted_messages``: core then skips its own algorithm."""
+        return self.compacted_messages is not None
+
+    def _derived_fields(self) -> tuple[str, ...]:
+        return ("handled",)

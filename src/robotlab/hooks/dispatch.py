@@ -1,0 +1,129 @@
+"""The Hooks dispatcher: before → around chain → set_result → after; on_error; re-raise."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from robotlab.hooks.hook import Hook
+from robotlab.hooks.registry import HookRegistry, Registration
+
+__all__ = ["ERROR_FAMILIES", "FAMILIES", "Hooks"]
+
+FAMILIES = ("run", "llm_generation", "tool_call", "network_run", "task", "compaction", "learn")
+ERROR_FAMILIES = ("run", "network_run", "task")
+_RESULT_FIELD = {
+    "run": "response",
+    "network_run": "result",
+    "task": "result",
+    "llm_generation": "generation_response",
+}
+
+Registries = Sequence[HookRegistry | None]
+PerRun = type[Hook] | Sequence[type[Hook]] | None
+
+
+class Hooks:
+    """Static dispatcher used by robots, tools and networks (and by extensions adding families).
+
+    Order for every hook name: each registry in order (global → network → robot),
+    then the per-run classes. The first registration is the outermost around.
+    """
+
+    @staticmethod
+    def run(
+        family: str,
+        ctx: Any,
+        registries: Registries,
+        per_run_hooks: PerRun = None,
+        body: Callable[[], Any] | None = None,
+    ) -> Any:
+        """Run *body* inside the full *family* of hooks and return its (or the around chain's) value.
+
+        Any ``BaseException`` is put on ``ctx.error``, ``on_error`` fires (only
+        for run / network_run / task) and the same exception is re-raised.
+        """
+        body = body or (lambda: None)
+        try:
+            Hooks.call(f"before_{family}", ctx, registries, per_run_hooks)
+            result = Hooks.around(f"around_{family}", ctx, registries, per_run_hooks, body)
+            Hooks.set_result(ctx, family, result)
+            Hooks.call(f"after_{family}", ctx, registries, per_run_hooks)
+            return result
+        except BaseException as exc:
+            if hasattr(ctx, "error"):
+                ctx.error = exc
+            Hooks.call_all(Hooks.error_registrations(family, registries, per_run_hooks), "on_error", ctx)
+            raise
+
+    @staticmethod
+    def call(hook_name: str, ctx: Any, registries: Registries, per_run_hooks: PerRun = None) -> None:
+        """Fire one non-around hook across all matching registrations."""
+        Hooks.call_all(Hooks.registrations(hook_name, registries, per_run_hooks), hook_name, ctx)
+
+    @staticmethod
+    def around(
+        hook_name: str, ctx: Any, registries: Registries, per_run_hooks: PerRun, body: Callable[[], Any]
+    ) -> Any:
+        """Only the around chain for *hook_name*, without before/after."""
+        return Hooks.call_around(Hooks.registrations(hook_name, registries, per_run_hooks), hook_name, ctx, body)
+
+    @staticmethod
+    def registrations(hook_name: str, registries: Registries, per_run_hooks: PerRun) -> list[Registration]:
+        out: list[Registration] = []
+        for registry in registries:
+            if registry is not None:
+                out.extend(registry.registrations_for(hook_name))
+        out.extend(Hooks.per_run_entries(hook_name, per_run_hooks))
+        return out
+
+    @staticmethod
+    def error_registrations(family: str, registries: Registries, per_run_hooks: PerRun) -> list[Registration]:
+        if family not in ERROR_FAMILIES:
+            return []
+        return Hooks.registrations("on_error", registries, per_run_hooks)
+
+    @staticmethod
+    def call_all(registrations: Iterable[Registration], hook_name: str, ctx: Any) -> None:
+        for registration in registrations:
+            Hooks.call_registration(registration, hook_name, ctx)
+
+    @staticmethod
+    def call_around(
+        registrations: Sequence[Registration], hook_name: str, ctx: Any, body: Callable[[], Any]
+    ) -> Any:
+        chain = body
+        for registration in reversed(registrations):  # first registration ends up outermost
+            chain = _link(registration, hook_name, ctx, chain)
+        return chain()
+
+    @staticmethod
+    def call_registration(
+        registration: Registration, hook_name: str, ctx: Any, block: Callable[[], Any] | None = None
+    ) -> Any:
+        """Call one handler with its namespace active and its context defaults merged in."""
+        namespace = registration.namespace
+        if registration.context:
+            ctx.ext(namespace).merge_defaults(registration.context)
+        with ctx.with_namespace(namespace):
+            return registration.handler_class.call(hook_name, ctx, block)
+
+    @staticmethod
+    def per_run_entries(hook_name: str, hooks: PerRun) -> list[Registration]:
+        if hooks is None:
+            return []
+        classes = [hooks] if isinstance(hooks, type) else list(hooks)
+        for cls in classes:
+            if not (isinstance(cls, type) and issubclass(cls, Hook)):
+                raise TypeError(f"per-run hooks must be Hook subclasses, got {cls!r}")
+        return [Registration(cls) for cls in classes if cls.implements(hook_name)]
+
+    @staticmethod
+    def set_result(ctx: Any, family: str, result: Any) -> None:
+        name = _RESULT_FIELD.get(family)
+        if name is not None and hasattr(ctx, name):
+            setattr(ctx, name, result)
+
+
+def _link(registration: Registration, hook_name: str, ctx: Any, inner: Callable[[], Any]) -> Callable[[], Any]:
+    return lambda: Hooks.call_registration(registration, hook_name, ctx, inner)

@@ -1,0 +1,96 @@
+"""LiteLLMModel: real providers through litellm (imported on the first call, never at import)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from robotlab.errors import InferenceError
+from robotlab.llm.types import LlmReply, LlmRequest, ToolCall, Usage
+
+__all__ = ["LiteLLMModel"]
+
+
+def _litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the cost map
+    import litellm
+
+    return litellm
+
+
+class LiteLLMModel:
+    """A model reached through ``litellm.completion``.
+
+    Provider errors become :class:`~robotlab.errors.InferenceError` (retryable)
+    with ``status_code`` and ``provider_error`` (the litellm class name) kept.
+    Cost is litellm's response cost; for models it has no price for it is 0.0,
+    unless ``prices=(input_per_token, output_per_token)`` is given.
+
+    >>> model = LiteLLMModel("openai/gpt-4o-mini", mock_response="hi")
+    >>> model.complete(LlmRequest(messages=[{"role": "user", "content": "x"}])).text  # doctest: +SKIP
+    'hi'
+    """
+
+    def __init__(self, model: str, *, prices: tuple[float, float] | None = None, **options: Any) -> None:
+        self.name = model
+        self.prices = prices
+        self.options = options
+
+    def __repr__(self) -> str:
+        return f"LiteLLMModel({self.name!r})"
+
+    def context_window(self) -> int | None:
+        try:
+            info = _litellm().get_model_info(self.name)
+        except Exception:
+            return None
+        return info.get("max_input_tokens") or info.get("max_tokens")
+
+    def complete(self, request: LlmRequest) -> LlmReply:
+        litellm = _litellm()
+        options = {**self.options, **request.options}
+        prices = options.pop("prices", None) or self.prices
+        kwargs: dict[str, Any] = {"model": self.name, "messages": request.messages, **options}
+        if request.tools:
+            kwargs["tools"] = request.tools
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            kwargs["max_tokens"] = request.max_tokens
+        try:
+            response = litellm.completion(**kwargs)
+        except Exception as exc:
+            status = getattr(exc, "status_code", None)
+            error = InferenceError(
+                f"LLM call to {self.name!r} failed"
+                + (f" (HTTP {status})" if status else "")
+                + f": {type(exc).__name__}: {exc}"
+            )
+            error.status_code = status
+            error.provider_error = type(exc).__name__
+            raise error from exc
+        return self._reply(litellm, response, prices)
+
+    def _reply(self, litellm: Any, response: Any, prices: tuple[float, float] | None) -> LlmReply:
+        message = response.choices[0].message
+        calls = []
+        for raw in getattr(message, "tool_calls", None) or ():
+            arguments = raw.function.arguments or "{}"
+            try:
+                parsed = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
+            except json.JSONDecodeError:
+                parsed = {"_unparsed_arguments": arguments}  # the tool's validation reports it to the model
+            calls.append(ToolCall(id=raw.id or f"call_{len(calls)}", name=raw.function.name, arguments=parsed))
+        usage_obj = getattr(response, "usage", None)
+        usage = Usage(
+            int(getattr(usage_obj, "prompt_tokens", 0) or 0), int(getattr(usage_obj, "completion_tokens", 0) or 0)
+        )
+        if prices:
+            cost = usage.prompt_tokens * prices[0] + usage.completion_tokens * prices[1]
+        else:
+            try:
+                cost = float(litellm.completion_cost(completion_response=response) or 0.0)
+            except Exception:  # litellm raises for models it has no price for
+                cost = 0.0
+        return LlmReply(message.content, calls, usage, cost, getattr(response, "model", self.name), response)

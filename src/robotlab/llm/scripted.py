@@ -1,0 +1,123 @@
+"""Offline models for tests and demos: ScriptedModel and EchoModel (no network, no API key)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from robotlab.errors import ConfigurationError
+from robotlab.llm.types import LlmReply, LlmRequest, ToolCall, Usage
+
+__all__ = ["EchoModel", "ScriptedModel", "call", "count_tokens"]
+
+Reply = str | LlmReply | ToolCall | Sequence[ToolCall]
+_ids = itertools.count(1)
+
+
+def call(name: str, **arguments: Any) -> ToolCall:
+    """A scripted tool call: ``call("lookup", order_id="42")``."""
+    return ToolCall(id=f"call_{next(_ids)}", name=name, arguments=arguments)
+
+
+def count_tokens(text: str) -> int:
+    """The offline models' deterministic token count: about 4 characters per token."""
+    return max(1, len(text) // 4) if text else 0
+
+
+def _prompt_tokens(request: LlmRequest) -> int:
+    chars = sum(len(str(m.get("content") or "")) for m in request.messages)
+    chars += sum(len(json.dumps(m.get("tool_calls"))) for m in request.messages if m.get("tool_calls"))
+    chars += len(json.dumps(request.tools)) if request.tools else 0
+    return max(1, chars // 4)
+
+
+class ScriptedModel:
+    """Replies given in advance, or computed by a function ``(messages, tools) -> reply``.
+
+    A reply is a ``str`` (final text), a ``ToolCall`` or list of them, or an
+    ``LlmReply``. Usage is reported (about 4 characters per token) so budgets
+    work; ``prices=(input_per_token, output_per_token)`` gives a cost.
+
+    >>> model = ScriptedModel(["first", "second"])
+    >>> model.complete(LlmRequest(messages=[{"role": "user", "content": "hi"}])).text
+    'first'
+    """
+
+    def __init__(
+        self,
+        replies: Sequence[Reply] | Callable[[list[dict[str, Any]], list[dict[str, Any]]], Reply],
+        *,
+        name: str = "scripted",
+        prices: tuple[float, float] | None = None,
+    ) -> None:
+        self.name = name
+        self.prices = prices
+        self._fn = replies if callable(replies) else None
+        self._replies = None if callable(replies) else list(replies)
+        self._lock = threading.Lock()
+        self.calls: list[LlmRequest] = []
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def complete(self, request: LlmRequest) -> LlmReply:
+        with self._lock:
+            self.calls.append(request)
+            if self._fn is None:
+                if not self._replies:
+                    raise ConfigurationError(
+                        f"ScriptedModel {self.name!r} ran out of replies after {len(self.calls) - 1} calls; "
+                        "script one reply per LLM call the robot makes"
+                    )
+                raw = self._replies.pop(0)
+        if self._fn is not None:
+            raw = self._fn(request.messages, request.tools)
+        reply = self._to_reply(raw)
+        if reply.usage.total_tokens == 0:
+            completion = count_tokens(reply.text or "") + sum(
+                count_tokens(json.dumps(c.arguments)) + 1 for c in reply.tool_calls
+            )
+            reply.usage = Usage(_prompt_tokens(request), max(1, completion))
+        prices = request.options.get("prices") or self.prices
+        if prices and not reply.cost:
+            reply.cost = reply.usage.prompt_tokens * prices[0] + reply.usage.completion_tokens * prices[1]
+        reply.model = reply.model or self.name
+        return reply
+
+    def _to_reply(self, raw: Reply) -> LlmReply:
+        if isinstance(raw, LlmReply):
+            return LlmReply(raw.text, list(raw.tool_calls), Usage(raw.usage.prompt_tokens,
+                            raw.usage.completion_tokens), raw.cost, raw.model, raw.raw)
+        if isinstance(raw, str):
+            return LlmReply(text=raw)
+        if isinstance(raw, ToolCall):
+            return LlmReply(tool_calls=[raw])
+        if isinstance(raw, Sequence) and raw and all(isinstance(c, ToolCall) for c in raw):
+            return LlmReply(tool_calls=list(raw))
+        raise ConfigurationError(
+            f"ScriptedModel {self.name!r}: a reply must be a str, ToolCall, list of ToolCall or LlmReply, "
+            f"got {type(raw).__name__}"
+        )
+
+    def __repr__(self) -> str:
+        return f"ScriptedModel(name={self.name!r})"
+
+
+class EchoModel(ScriptedModel):
+    """Replies with the last user message."""
+
+    def __init__(self, *, name: str = "echo") -> None:
+        super().__init__(self._echo, name=name)
+
+    @staticmethod
+    def _echo(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+        return next((str(m["content"]) for m in reversed(messages) if m["role"] == "user"), "")
