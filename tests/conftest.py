@@ -5,3 +5,17 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import pytest  # noqa: E402
+
+import robotlab  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _fresh_global_state():
+    """Each test starts with no global hooks and no configure() overrides."""
+    robotlab.clear_hooks()
+    robotlab.reload_config()
+    yield
+    robotlab.clear_hooks()
+    robotlab.reload_config()
