@@ -6,9 +6,9 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import pytest  # noqa: E402
+import pytest
 
-import robotlab  # noqa: E402
+import robotlab
 
 
 @pytest.fixture(autouse=True)

@@ -272,7 +272,7 @@ def test_local_is_namespaced_per_handler():
 
 
 def test_local_outside_a_namespace_raises():
-    with pytest.raises(ValueError, match="^No hook namespace active$"):
+    with pytest.raises(ValueError, match=r"^No hook namespace active$"):
         _ = HookContext("run").local
     assert DotState().anything is None
 
