@@ -10,191 +10,388 @@ Example:
     >>> memory.set("order.42", "shipped")
     >>> seen
     [('order.42', 'shipped')]
+    >>> memory.get("order.42", "order.43")
+    {'order.42': 'shipped', 'order.43': None}
 
 A blocking ``get(key, wait=seconds)`` returns as soon as another thread writes
-the key and raises ``AwaitTimeout`` when it expires (per missing key).
+the key and raises ``AwaitTimeout`` when it expires; the timeout applies to
+each missing key in turn, so ``get("a", "b", wait=30)`` can block up to 60 s.
+
+Decisions (see ``docs/memory.md``):
+
+* ``get(key)`` returns the value; ``get(k1, k2, ...)`` returns ``{key: value}``
+  in the order asked.
+* Subscription callbacks take one argument, a :class:`MemoryChange`. They run
+  after the write, outside the lock, on the writer's thread, in subscription
+  order; an exception in one is logged on ``robotlab.memory`` and swallowed.
+* Keys are normalised with ``str()``. The reserved keys (``data``,
+  ``results``, ``messages``, ``session_id``, ``cache``) are not part of the
+  key space: ``set``/``get``/``delete``/``update`` on them raise
+  ``ConfigurationError`` naming the accessor to use, and ``keys()`` never
+  lists them.
+
+Standard library only: a worker-side proxy forwards to this class.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import logging
+import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from robotlab.errors import AwaitTimeout, ConfigurationError, DependencyError
 from robotlab.extensions import extension, extension_loaded
 
-__all__ = ["RESERVED_KEYS", "Memory", "MemoryChange", "StateProxy", "Subscription", "create_memory"]
+__all__ = [
+    "RESERVED_KEYS",
+    "Memory",
+    "MemoryChange",
+    "StateProxy",
+    "Subscription",
+    "create_memory",
+]
 
 logger = logging.getLogger("robotlab.memory")
 
+#: Keys with dedicated accessors; never stored in, or listed by, the key space.
 RESERVED_KEYS = ("data", "results", "messages", "session_id", "cache")
-_MISSING = object()
+
+_ACCESSOR_HINT = {
+    "data": "memory.data['name'] = value (or memory.data.name = value)",
+    "results": "memory.results",
+    "messages": "memory.messages",
+    "session_id": "memory.session_id = ...",
+    "cache": "memory.cache (read-only, set at construction)",
+}
+
+#: Valid ``create_memory(backend=...)`` values.
+BACKENDS = ("memory", "redis")
+
+_DOCUMENTS_MESSAGE = (
+    "document storage requires the robotlab[documents] extra (it registers the 'document_store' "
+    "extension). Install it with `pip install 'robotlab[documents]'`."
+)
+
+
+def _reserved_error(key: str) -> ConfigurationError:
+    return ConfigurationError(f"{key!r} is a reserved memory key; use {_ACCESSOR_HINT[key]} instead")
+
+
+def _plain(value: Any) -> Any:
+    """``value.to_dict()`` when it has one, else the value itself (for ``Memory.to_dict``)."""
+    to_dict = getattr(value, "to_dict", None)
+    return to_dict() if callable(to_dict) else value
 
 
 @dataclass(frozen=True)
 class MemoryChange:
-    """What a subscription callback receives."""
+    """What a subscription callback receives after a write or a delete.
+
+    ``previous`` is ``None`` when the key did not exist before (check
+    ``created`` to tell that apart from a stored ``None``). For a delete,
+    ``value`` is ``None`` and ``deleted`` is true.
+    """
 
     key: str
     value: Any
     previous: Any
-    deleted: bool
+    deleted: bool = False
+    created: bool = False
+    memory: Memory | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(eq=False)
 class Subscription:
+    """A registered callback; ``cancel()`` (or ``memory.unsubscribe(sub)``) stops it."""
+
     pattern: str
     callback: Callable[[MemoryChange], Any]
-    memory: Memory | None = None
+    memory: Memory | None = field(default=None, repr=False)
+    active: bool = True
+
+    @property
+    def is_glob(self) -> bool:
+        return any(c in self.pattern for c in "*?[")
 
     def matches(self, key: str) -> bool:
-        return key == self.pattern or fnmatch.fnmatchcase(key, self.pattern)
+        """Exact match, or an ``fnmatch`` glob (``"user.*"``, case-sensitive)."""
+        return key == self.pattern or (self.is_glob and fnmatch.fnmatchcase(key, self.pattern))
 
-    def cancel(self) -> None:
-        if self.memory is not None:
-            self.memory.unsubscribe(self)
+    def cancel(self) -> bool:
+        """Stop receiving changes. Returns whether it was still subscribed."""
+        return self.memory.unsubscribe(self) if self.memory is not None else False
 
 
 class StateProxy:
-    """``memory.data``: item and attribute access to the same dict (``data["x"]`` / ``data.x``)."""
+    """``memory.data``: item and attribute access to one dict (``data["x"]`` / ``data.x``).
+
+    Reading a missing key as an attribute gives ``None`` (as in robot_lab and
+    ``DotState``); ``data["missing"]`` raises ``KeyError``; ``data.get(k, d)``
+    gives *d*. Writes through either style land in the same dict, under the
+    memory's lock. ``memory.data`` is plain state: writes to it do not fire
+    subscriptions (use ``memory.set`` for reactive keys).
+    """
 
     __slots__ = ("_data", "_lock")
 
-    def __init__(self, data: dict[str, Any], lock: threading.RLock) -> None:
-        object.__setattr__(self, "_data", data)
-        object.__setattr__(self, "_lock", lock)
+    def __init__(self, data: dict[str, Any] | None = None, lock: threading.RLock | None = None) -> None:
+        object.__setattr__(self, "_data", data if data is not None else {})
+        object.__setattr__(self, "_lock", lock if lock is not None else threading.RLock())
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: object) -> Any:
         with self._lock:
-            return self._data[key]
+            return self._data[str(key)]
 
-    def __setitem__(self, key: str, value: Any) -> None:
+    def __setitem__(self, key: object, value: Any) -> None:
         with self._lock:
             self._data[str(key)] = value
 
+    def __delitem__(self, key: object) -> None:
+        with self._lock:
+            del self._data[str(key)]
+
     def __getattr__(self, key: str) -> Any:
-        if key.startswith("__"):
+        if key.startswith("_"):  # dunders and private names are never data (keeps pickle/copy sane)
             raise AttributeError(key)
         with self._lock:
             return self._data.get(key)
 
     def __setattr__(self, key: str, value: Any) -> None:
+        if key.startswith("_"):
+            raise AttributeError(f"cannot set private attribute {key!r} on StateProxy; use data[{key!r}] = ...")
         self[key] = value
+
+    def __delattr__(self, key: str) -> None:
+        try:
+            del self[key]
+        except KeyError:
+            raise AttributeError(key) from None
 
     def __contains__(self, key: object) -> bool:
         with self._lock:
-            return key in self._data
+            return str(key) in self._data
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self):
         return iter(self.keys())
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def __len__(self) -> int:
         with self._lock:
-            return self._data.get(key, default)
+            return len(self._data)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StateProxy):
+            return self.to_dict() == other.to_dict()
+        if isinstance(other, Mapping):
+            return self.to_dict() == dict(other)
+        return NotImplemented
+
+    __hash__ = None  # mutable
+
+    def get(self, key: object, default: Any = None) -> Any:
+        with self._lock:
+            return self._data.get(str(key), default)
 
     def keys(self) -> list[str]:
         with self._lock:
             return list(self._data)
 
-    def update(self, values: Mapping[str, Any]) -> None:
+    def items(self) -> list[tuple[str, Any]]:
         with self._lock:
-            self._data.update({str(k): v for k, v in values.items()})
+            return list(self._data.items())
+
+    def update(self, values: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+        with self._lock:
+            self._data.update({str(k): v for k, v in dict(values or {}, **kwargs).items()})
 
     def to_dict(self) -> dict[str, Any]:
+        """A shallow copy of the data."""
         with self._lock:
             return dict(self._data)
+
+    def __reduce__(self):
+        return (StateProxy, (self.to_dict(),))
 
     def __repr__(self) -> str:
         return f"StateProxy({self.to_dict()!r})"
 
 
 class Memory:
-    """Reactive key/value store. Keys are strings (others are converted with ``str()``)."""
+    """Reactive key/value store. Keys are strings (others are converted with ``str()``).
+
+    Args:
+        data: initial contents of ``memory.data``.
+        enable_cache: look up the optional ``semantic_cache`` extension for
+            ``memory.cache`` (``None`` when false or when it is not installed).
+        session_id: ``memory.session_id``.
+    """
 
     def __init__(
-        self, data: Mapping[str, Any] | None = None, *, enable_cache: bool = True, session_id: str | None = None
+        self,
+        data: Mapping[str, Any] | None = None,
+        *,
+        enable_cache: bool = True,
+        session_id: str | None = None,
     ) -> None:
+        self._setup(enable_cache)
+        self._data.update({str(k): v for k, v in (data or {}).items()})
+        self.session_id = session_id
+
+    def _setup(self, enable_cache: bool) -> None:
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._values: dict[str, Any] = {}
         self._subscriptions: list[Subscription] = []
-        self._data: dict[str, Any] = dict(data or {})
+        self._data: dict[str, Any] = {}
         self._proxy = StateProxy(self._data, self._lock)
-        self.results: list[Any] = []
-        self.messages: list[dict[str, Any]] = []
-        self.session_id = session_id
+        self._results: list[Any] = []
+        self._messages: list[Any] = []
+        self._session_id: str | None = None
+        self._enable_cache = bool(enable_cache)
         self._cache = extension("semantic_cache") if enable_cache and extension_loaded("semantic_cache") else None
 
-    # -- reserved keys ----------------------------------------------------------
+    # -- reserved keys --------------------------------------------------------------
 
     @property
     def data(self) -> StateProxy:
+        """Free-form run state with item and attribute access."""
         return self._proxy
+
+    @data.setter
+    def data(self, values: Mapping[str, Any]) -> None:
+        if not isinstance(values, (Mapping, StateProxy)):
+            raise TypeError(f"memory.data must be a mapping, got {type(values).__name__}")
+        new = {str(k): v for k, v in (values.to_dict() if isinstance(values, StateProxy) else values).items()}
+        with self._lock:
+            self._data.clear()
+            self._data.update(new)
+
+    @property
+    def results(self) -> list[Any]:
+        """Robot results accumulated by networks (a live list; ``append`` is safe from threads)."""
+        return self._results
+
+    @results.setter
+    def results(self, values: Iterable[Any]) -> None:
+        self._results = list(values)
+
+    @property
+    def messages(self) -> list[Any]:
+        """Conversation history (a live list)."""
+        return self._messages
+
+    @messages.setter
+    def messages(self, values: Iterable[Any]) -> None:
+        self._messages = list(values)
+
+    @property
+    def session_id(self) -> str | None:
+        return self._session_id
+
+    @session_id.setter
+    def session_id(self, value: str | None) -> None:
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"session_id must be a str or None, got {type(value).__name__}")
+        self._session_id = value
 
     @property
     def cache(self) -> Any:
-        """The semantic cache, or ``None`` (disabled, or the extension is not installed)."""
+        """The semantic cache, or ``None`` (disabled, or the extension is not installed). Read-only."""
         return self._cache
 
-    # -- key/value ----------------------------------------------------------------
+    @property
+    def enable_cache(self) -> bool:
+        return self._enable_cache
+
+    # -- key/value --------------------------------------------------------------------
 
     @staticmethod
     def _key(key: object) -> str:
         key = str(key)
         if key in RESERVED_KEYS:
-            raise ConfigurationError(f"{key!r} is a reserved memory key; use memory.{key} instead")
+            raise _reserved_error(key)
         return key
 
-    def set(self, key: str, value: Any) -> None:
-        """Write *key*; wakes blocked readers, then runs matching subscriptions on this thread."""
+    def _matching(self, key: str) -> list[Subscription]:
+        return [s for s in self._subscriptions if s.matches(key)]
+
+    def set(self, key: object, value: Any) -> None:
+        """Write *key*: wakes blocked readers, then runs matching subscriptions on this thread."""
         key = self._key(key)
         with self._changed:
+            created = key not in self._values
             previous = self._values.get(key)
             self._values[key] = value
-            subscribers = [s for s in self._subscriptions if s.matches(key)]
+            subscribers = self._matching(key)
             self._changed.notify_all()
-        self._notify(subscribers, MemoryChange(key, value, previous, deleted=False))
+        self._notify(subscribers, MemoryChange(key, value, previous, created=created, memory=self))
 
-    def update(self, values: Mapping[str, Any]) -> None:
-        for key, value in values.items():
-            self.set(key, value)
+    def update(self, values: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+        """Write several keys at once (atomically: readers see all or none of them).
 
-    def delete(self, key: str) -> Any:
-        """Remove *key*; returns its old value (``None`` when absent)."""
-        key = self._key(key)
+        Keys are validated before anything is written; then callbacks run per
+        key, in the mapping's order.
+        """
+        items = [(self._key(k), v) for k, v in dict(values or {}, **kwargs).items()]
+        changes: list[tuple[list[Subscription], MemoryChange]] = []
+        with self._changed:
+            for key, value in items:
+                created = key not in self._values
+                previous = self._values.get(key)
+                self._values[key] = value
+                changes.append((self._matching(key), MemoryChange(key, value, previous, created=created, memory=self)))
+            self._changed.notify_all()
+        for subscribers, change in changes:
+            self._notify(subscribers, change)
+
+    def delete(self, key: object) -> Any:
+        """Remove *key*; returns its old value (``None`` when absent, and then nothing fires)."""
+        return self._delete(self._key(key), missing_ok=True)
+
+    def _delete(self, key: str, *, missing_ok: bool) -> Any:
         with self._changed:
             if key not in self._values:
-                return None
+                if missing_ok:
+                    return None
+                raise KeyError(key)
             previous = self._values.pop(key)
-            subscribers = [s for s in self._subscriptions if s.matches(key)]
-        self._notify(subscribers, MemoryChange(key, None, previous, deleted=True))
+            subscribers = self._matching(key)
+        self._notify(subscribers, MemoryChange(key, None, previous, deleted=True, memory=self))
         return previous
 
-    def get(self, key: str, *more: str, wait: bool | float = False, default: Any = None) -> Any:
-        """One value for one key; a ``{key: value}`` dict for several.
+    def get(self, key: object, *more: object, wait: bool | float | None = False, default: Any = None) -> Any:
+        """One value for one key; a ``{key: value}`` dict (in the order asked) for several.
 
-        ``wait=False``: missing keys give *default*. ``wait=True``: block until
-        written. ``wait=seconds``: block up to that long **per missing key**,
-        then raise ``AwaitTimeout``.
+        ``wait=False`` (or ``None``): missing keys give *default*.
+        ``wait=True``: block until each missing key is written, without limit.
+        ``wait=seconds`` (int or float, ``0`` included): block up to that long
+        **per missing key**, in order, then raise ``AwaitTimeout`` for the
+        first key that did not arrive.
         """
+        if wait is None:
+            wait = False
+        if not isinstance(wait, bool):
+            if not isinstance(wait, (int, float)) or math.isnan(wait) or wait < 0:
+                raise ValueError(f"wait must be True, False or a number of seconds >= 0, got {wait!r}")
         keys = [self._key(k) for k in (key, *more)]
-        values = {k: self._get_one(k, wait, default) for k in keys}
-        return values[keys[0]] if not more else values
+        if not more:
+            return self._get_one(keys[0], wait, default)
+        return {k: self._get_one(k, wait, default) for k in keys}
 
     def _get_one(self, key: str, wait: bool | float, default: Any) -> Any:
         with self._changed:
-            if key in self._values or wait is False:
-                return self._values.get(key, default)
+            if key in self._values:
+                return self._values[key]
+            if wait is False:
+                return default
             if wait is True:
                 self._changed.wait_for(lambda: key in self._values)
                 return self._values[key]
-            seconds = float(wait)
-            deadline = time.monotonic() + seconds
+            deadline = time.monotonic() + wait
             while key not in self._values:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -203,7 +400,10 @@ class Memory:
             return self._values[key]
 
     def keys(self) -> list[str]:
-        """User keys in insertion order (reserved keys are never listed)."""
+        """User keys in first-write order (a deleted then re-set key moves to the end).
+
+        Reserved keys are never listed.
+        """
         with self._lock:
             return list(self._values)
 
@@ -211,85 +411,161 @@ class Memory:
         with self._lock:
             return str(key) in self._values
 
+    def __getitem__(self, key: object) -> Any:
+        key = self._key(key)
+        with self._lock:
+            try:
+                return self._values[key]
+            except KeyError:
+                raise KeyError(key) from None
+
+    def __setitem__(self, key: object, value: Any) -> None:
+        self.set(key, value)
+
+    def __delitem__(self, key: object) -> None:
+        self._delete(self._key(key), missing_ok=False)
+
     def snapshot(self) -> dict[str, Any]:
+        """A plain shallow copy of the user keys."""
         with self._lock:
             return dict(self._values)
 
-    # -- subscriptions ---------------------------------------------------------------
+    def clear(self) -> None:
+        """Delete every user key (subscribers see one delete per key). Reserved state is kept."""
+        for key in self.keys():
+            self.delete(key)
 
-    def subscribe(self, key_or_pattern: str, callback: Callable[[MemoryChange], Any]) -> Subscription:
-        """Call ``callback(change)`` after every write to a matching key (exact or glob)."""
+    # -- subscriptions ------------------------------------------------------------------
+
+    def subscribe(self, key_or_pattern: object, callback: Callable[[MemoryChange], Any]) -> Subscription:
+        """Call ``callback(change)`` after every write or delete of a matching key.
+
+        *key_or_pattern* is an exact key or an ``fnmatch`` glob (``"user.*"``).
+        """
         if not callable(callback):
             raise TypeError("callback must be callable")
-        subscription = Subscription(str(key_or_pattern), callback, self)
+        pattern = str(key_or_pattern)
+        if pattern in RESERVED_KEYS:
+            raise _reserved_error(pattern)
+        subscription = Subscription(pattern, callback, self)
         with self._lock:
             self._subscriptions.append(subscription)
         return subscription
 
     def unsubscribe(self, subscription: Subscription) -> bool:
+        """Remove *subscription*; returns whether it was subscribed here."""
         with self._lock:
+            subscription.active = False
             if subscription in self._subscriptions:
                 self._subscriptions.remove(subscription)
                 return True
             return False
 
+    def subscriptions(self) -> list[Subscription]:
+        with self._lock:
+            return list(self._subscriptions)
+
     @staticmethod
     def _notify(subscribers: list[Subscription], change: MemoryChange) -> None:
         for subscription in subscribers:
+            if not subscription.active:  # cancelled by an earlier callback of this same write
+                continue
             try:
                 subscription.callback(change)
             except Exception:  # one bad subscriber must not break the write or the others
                 logger.exception("memory subscription %r failed on key %r", subscription.pattern, change.key)
 
-    # -- persistence and documents ---------------------------------------------------------
+    # -- persistence -------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain data: ``data``, ``results``, ``messages``, ``session_id`` and user ``values``.
+
+        Results and messages with a ``to_dict()`` method are converted through
+        it. Subscriptions and the cache are not included.
+        """
         with self._lock:
             return {
                 "data": dict(self._data),
-                "results": [r.to_dict() if hasattr(r, "to_dict") else r for r in self.results],
-                "messages": list(self.messages),
-                "session_id": self.session_id,
+                "results": [_plain(r) for r in self._results],
+                "messages": [_plain(m) for m in self._messages],
+                "session_id": self._session_id,
                 "values": dict(self._values),
             }
 
     @classmethod
-    def from_dict(cls, state: Mapping[str, Any]) -> Memory:
-        memory = cls(state.get("data"), session_id=state.get("session_id"))
-        memory.results = list(state.get("results", ()))
-        memory.messages = list(state.get("messages", ()))
-        memory._values.update(state.get("values", {}))
+    def from_dict(cls, state: Mapping[str, Any], *, enable_cache: bool = True) -> Memory:
+        """Rebuild a memory from :meth:`to_dict` output (unknown top-level keys are ignored)."""
+        memory = cls(state.get("data"), enable_cache=enable_cache, session_id=state.get("session_id"))
+        memory.results = state.get("results") or ()
+        memory.messages = state.get("messages") or ()
+        memory._values.update({memory._key(k): v for k, v in (state.get("values") or {}).items()})
         return memory
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Locks, subscriptions (callbacks belong to this process) and the cache do not travel.
+        with self._lock:
+            return {
+                "data": dict(self._data),
+                "results": list(self._results),
+                "messages": list(self._messages),
+                "session_id": self._session_id,
+                "values": dict(self._values),
+                "enable_cache": self._enable_cache,
+            }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._setup(state.get("enable_cache", True))
+        self._data.update(state["data"])
+        self._results = list(state["results"])
+        self._messages = list(state["messages"])
+        self._session_id = state["session_id"]
+        self._values.update(state["values"])
+
+    def __repr__(self) -> str:
+        with self._lock:
+            return f"Memory(keys={list(self._values)!r}, data={dict(self._data)!r}, session_id={self._session_id!r})"
+
+    # -- documents (optional extension) -------------------------------------------------------
 
     def _document_store(self) -> Any:
         if not extension_loaded("document_store"):
-            raise DependencyError(
-                "document storage requires the robotlab[documents] extra (it registers the 'document_store' "
-                "extension). Install it with `pip install 'robotlab[documents]'`."
-            )
+            raise DependencyError(_DOCUMENTS_MESSAGE)
         return extension("document_store")
 
     def store_document(self, key: str, text: str, **metadata: Any) -> Any:
+        """Delegates to ``extension("document_store").store_document(memory, key, text, **metadata)``."""
         return self._document_store().store_document(self, key, text, **metadata)
 
     def search_documents(self, query: str, limit: int = 5) -> Any:
+        """Delegates to ``extension("document_store").search_documents(memory, query, limit)``."""
         return self._document_store().search_documents(self, query, limit)
 
     def document_keys(self) -> Any:
+        """Delegates to ``extension("document_store").document_keys(memory)``."""
         return self._document_store().document_keys(self)
 
     def delete_document(self, key: str) -> Any:
+        """Delegates to ``extension("document_store").delete_document(memory, key)``."""
         return self._document_store().delete_document(self, key)
 
 
-def create_memory(
-    data: Mapping[str, Any] | None = None, enable_cache: bool = True, *, backend: str | None = None, **options: Any
-) -> Memory:
-    """A new :class:`Memory`. ``backend="redis"`` needs the ``robotlab[redis]`` extra (not in this version)."""
+def create_memory(data: Mapping[str, Any] | None = None, enable_cache: bool = True, **options: Any) -> Memory:
+    """A new :class:`Memory`.
+
+    Options: ``session_id=`` and ``backend=`` (``None`` or ``"memory"``;
+    ``"redis"`` needs the ``robotlab[redis]`` extra, not in this version).
+    Anything else raises ``ConfigurationError``.
+    """
+    backend = options.pop("backend", None)
+    session_id = options.pop("session_id", None)
+    if options:
+        raise ConfigurationError(
+            f"unknown create_memory option(s): {', '.join(sorted(options))}; valid: backend, session_id"
+        )
     if backend in (None, "memory"):
-        if options:
-            raise ConfigurationError(f"unknown create_memory option(s): {', '.join(sorted(options))}")
-        return Memory(data, enable_cache=enable_cache)
+        return Memory(data, enable_cache=enable_cache, session_id=session_id)
     if backend == "redis":
         raise DependencyError.missing("create_memory(backend='redis')", "robotlab[redis]")
-    raise ConfigurationError(f"unknown memory backend {backend!r}; valid backends: 'memory', 'redis'")
+    raise ConfigurationError(
+        f"unknown memory backend {backend!r}; valid backends: {', '.join(repr(b) for b in BACKENDS)}"
+    )

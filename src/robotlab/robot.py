@@ -234,13 +234,16 @@ class Robot:
             for t in selected:
                 t.memory = memory
             ledgers = [led for led in (self._ledger_for(effective), budget_ledger) if led is not None]
-            return Hooks.run(
+            result = Hooks.run(
                 "run",
                 ctx,
                 registries,
                 per_run,
                 lambda: self._tool_loop(ctx, selected, effective, ledgers, registries, per_run),
             )
+        if isinstance(result, RobotResult):  # include what around/after hooks wrote
+            result.hook_metadata = ctx.metadata.to_dict()
+        return result
 
     def _ledger_for(self, effective: RunConfig) -> Ledger | None:
         if effective.token_budget is None and effective.cost_budget is None:
@@ -296,7 +299,6 @@ class Robot:
             iteration += 1
         result.messages = self.messages
         result.duration = time.perf_counter() - started
-        result.hook_metadata = ctx.metadata.to_dict()
         return result
 
     def _model(self, cfg: RunConfig) -> str | Model:
