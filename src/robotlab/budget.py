@@ -2,9 +2,9 @@
 
 Protocol (what a robot does around each LLM call): ``reserve`` an estimate
 before the call — ``BudgetExceeded`` refuses it outright when the budget
-cannot cover it — then ``reconcile`` with the actual usage, and raise
-``overspend_error()`` (an ``InferenceError``) if the completed call pushed
-usage over the budget.
+cannot cover it — then ``reconcile`` with the actual usage (or ``release``
+if the call failed), and raise ``overspend_error()`` (an ``InferenceError``)
+if the completed call pushed usage over the budget.
 
 Example:
     >>> ledger = Ledger(token_budget=1000)
@@ -17,100 +17,219 @@ Example:
     Traceback (most recent call last):
     ...
     robotlab.errors.BudgetExceeded: budget exceeded for tokens: 1201 > 1000
+
+Amounts are added up exactly (as decimals of the numbers you pass), so ten
+reservations of ``0.1`` fit a cost budget of ``1.0`` — no float drift.
+
+Standard library only.
 """
 
 from __future__ import annotations
 
+import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from decimal import Decimal
+from numbers import Real
+from typing import Any
 
 from robotlab.errors import BudgetExceeded, InferenceError
 
 __all__ = ["DIMENSIONS", "Ledger", "Reservation"]
 
+#: The budget dimensions a ledger tracks.
 DIMENSIONS = ("tokens", "cost")
+
+_ZERO = Decimal(0)
+
+
+def _check_dimension(dimension: str) -> None:
+    if dimension not in DIMENSIONS:
+        raise ValueError(f"unknown budget dimension {dimension!r}; use 'tokens' or 'cost'")
+
+
+def _exact(value: Any, what: str = "budget amount") -> Decimal:
+    """*value* as an exact ``Decimal`` of its shortest repr (0.1 -> Decimal('0.1'))."""
+    if isinstance(value, bool) or not isinstance(value, (Real, Decimal)):
+        raise TypeError(f"{what} must be a number, got {type(value).__name__}")
+    if isinstance(value, Decimal):
+        exact = value
+    elif isinstance(value, int):
+        exact = Decimal(value)
+    else:
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f"{what} must be finite, got {value!r}")
+        exact = Decimal(repr(value))
+    if not exact.is_finite():
+        raise ValueError(f"{what} must be finite, got {value!r}")
+    if exact < 0:
+        raise ValueError(f"{what} cannot be negative, got {value!r}")
+    return exact
+
+
+def _out(dimension: str, value: Decimal) -> int | float:
+    """Tokens come back as ``int`` when whole; cost always as ``float``."""
+    if dimension == "tokens" and value == value.to_integral_value():
+        return int(value)
+    return float(value)
 
 
 @dataclass(eq=False)
 class Reservation:
+    """A pending hold on a ledger. Settle it once: ``reconcile(actual)`` or ``release()``."""
+
     dimension: str
-    amount: float
+    amount: int | float
     settled: bool = False
+    ledger: Ledger | None = field(default=None, repr=False)
+    _exact: Decimal = field(default=_ZERO, repr=False)
+
+    def reconcile(self, actual: int | float) -> int | float:
+        """``ledger.reconcile(self, actual)``."""
+        return self._owner().reconcile(self, actual)
+
+    def release(self) -> None:
+        """``ledger.release(self)``."""
+        self._owner().release(self)
+
+    def _owner(self) -> Ledger:
+        if self.ledger is None:
+            raise ValueError("this reservation is not attached to a ledger")
+        return self.ledger
 
 
 class Ledger:
-    """Committed and pending amounts per dimension against optional limits."""
+    """Committed and pending amounts per dimension against optional limits.
 
-    def __init__(self, token_budget: int | None = None, cost_budget: float | None = None) -> None:
-        self._limits = {"tokens": token_budget, "cost": cost_budget}
-        self._committed = {"tokens": 0, "cost": 0.0}
-        self._pending = {"tokens": 0, "cost": 0.0}
+    Args:
+        token_budget: the most tokens all reconciled calls may use (``None``: unlimited).
+        cost_budget: the most US dollars all reconciled calls may cost (``None``: unlimited).
+
+    Every method is thread-safe; ``reserve`` checks and records under one lock,
+    so concurrent reservations can never jointly exceed a limit.
+    """
+
+    def __init__(self, token_budget: int | float | None = None, cost_budget: float | None = None) -> None:
+        self._limits: dict[str, Decimal | None] = {
+            "tokens": None if token_budget is None else _exact(token_budget, "token_budget"),
+            "cost": None if cost_budget is None else _exact(cost_budget, "cost_budget"),
+        }
+        self._raw_limits: dict[str, int | float | None] = {"tokens": token_budget, "cost": cost_budget}
+        self._committed = {"tokens": _ZERO, "cost": _ZERO}
+        self._pending = {"tokens": _ZERO, "cost": _ZERO}
         self._lock = threading.Lock()
 
-    @staticmethod
-    def _check(dimension: str, amount: float) -> None:
-        if dimension not in DIMENSIONS:
-            raise ValueError(f"unknown budget dimension {dimension!r}; use 'tokens' or 'cost'")
-        if amount < 0:
-            raise ValueError(f"budget amounts cannot be negative, got {amount!r}")
+    # -- queries ----------------------------------------------------------------------
 
-    def limit(self, dimension: str) -> float | None:
-        self._check(dimension, 0)
-        return self._limits[dimension]
+    def limit(self, dimension: str) -> int | float | None:
+        """The configured limit, as given (``None``: unlimited)."""
+        _check_dimension(dimension)
+        return self._raw_limits[dimension]
 
-    def committed(self, dimension: str) -> float:
-        self._check(dimension, 0)
+    def committed(self, dimension: str) -> int | float:
+        """The sum of reconciled actual amounts."""
+        _check_dimension(dimension)
         with self._lock:
-            return self._committed[dimension]
+            return _out(dimension, self._committed[dimension])
 
-    def pending(self, dimension: str) -> float:
-        self._check(dimension, 0)
+    def pending(self, dimension: str) -> int | float:
+        """The sum of open reservations' estimates."""
+        _check_dimension(dimension)
         with self._lock:
-            return self._pending[dimension]
+            return _out(dimension, self._pending[dimension])
 
-    def remaining(self, dimension: str) -> float | None:
-        limit = self.limit(dimension)
+    def remaining(self, dimension: str) -> int | float | None:
+        """``limit - committed - pending``, never below 0 (``None``: unlimited)."""
+        _check_dimension(dimension)
+        limit = self._limits[dimension]
+        if limit is None:
+            return None
         with self._lock:
-            used = self._committed[dimension] + self._pending[dimension]
-        return None if limit is None else max(0, limit - used)
-
-    def reserve(self, dimension: str, amount: float) -> Reservation:
-        """Hold *amount*; raises ``BudgetExceeded`` when committed + pending + amount > limit."""
-        self._check(dimension, amount)
-        with self._lock:
-            limit = self._limits[dimension]
-            attempted = self._committed[dimension] + self._pending[dimension] + amount
-            if limit is not None and attempted > limit:
-                raise BudgetExceeded.for_dimension(dimension, attempted, limit)
-            self._pending[dimension] += amount
-        return Reservation(dimension, amount)
-
-    def reconcile(self, reservation: Reservation, actual: float) -> float:
-        """Replace the reservation's estimate by *actual*; returns the new committed total."""
-        self._check(reservation.dimension, actual)
-        with self._lock:
-            if reservation.settled:
-                raise ValueError("this reservation was already reconciled or released")
-            reservation.settled = True
-            self._pending[reservation.dimension] -= reservation.amount
-            self._committed[reservation.dimension] += actual
-            return self._committed[reservation.dimension]
-
-    def release(self, reservation: Reservation) -> None:
-        """Drop a reservation without spending it (the call failed). Releasing twice is a no-op."""
-        with self._lock:
-            if not reservation.settled:
-                reservation.settled = True
-                self._pending[reservation.dimension] -= reservation.amount
+            left = limit - self._committed[dimension] - self._pending[dimension]
+        return _out(dimension, max(_ZERO, left))
 
     def over_budget(self, dimension: str) -> bool:
-        limit = self.limit(dimension)
-        return limit is not None and self.committed(dimension) > limit
+        """Whether committed usage is strictly above the limit."""
+        _check_dimension(dimension)
+        limit = self._limits[dimension]
+        with self._lock:
+            return limit is not None and self._committed[dimension] > limit
 
     def overspend_error(self) -> InferenceError | None:
-        """The post-call error when committed usage exceeds a budget (tokens checked first)."""
-        if self.over_budget("tokens"):
-            return InferenceError.token_budget(self.committed("tokens"), self._limits["tokens"])
-        if self.over_budget("cost"):
-            return InferenceError.cost_budget(self.committed("cost"), self._limits["cost"])
+        """The post-call error when committed usage exceeds a budget (tokens checked first), else ``None``."""
+        with self._lock:
+            for dimension, build in (("tokens", InferenceError.token_budget), ("cost", InferenceError.cost_budget)):
+                limit = self._limits[dimension]
+                if limit is not None and self._committed[dimension] > limit:
+                    used = _out(dimension, self._committed[dimension])
+                    return build(used, self._raw_limits[dimension])
         return None
+
+    def to_dict(self) -> dict[str, dict[str, int | float | None]]:
+        """``{"tokens": {"limit", "committed", "pending"}, "cost": {...}}``, one consistent snapshot."""
+        with self._lock:
+            return {
+                d: {
+                    "limit": self._raw_limits[d],
+                    "committed": _out(d, self._committed[d]),
+                    "pending": _out(d, self._pending[d]),
+                }
+                for d in DIMENSIONS
+            }
+
+    # -- reserve / reconcile / release ------------------------------------------------------------
+
+    def reserve(self, dimension: str, amount: int | float) -> Reservation:
+        """Hold *amount* as pending.
+
+        Raises ``BudgetExceeded`` (``budget exceeded for <dimension>:
+        <committed + pending + amount> > <limit>``) and records nothing when
+        ``committed + pending + amount > limit``. An unlimited dimension never
+        raises. Unknown dimensions and negative amounts raise ``ValueError``.
+        """
+        _check_dimension(dimension)
+        exact = _exact(amount)
+        with self._lock:
+            limit = self._limits[dimension]
+            attempted = self._committed[dimension] + self._pending[dimension] + exact
+            if limit is not None and attempted > limit:
+                raise BudgetExceeded.for_dimension(dimension, _out(dimension, attempted), self._raw_limits[dimension])
+            self._pending[dimension] += exact
+        return Reservation(dimension, amount, ledger=self, _exact=exact)
+
+    def _settle(self, reservation: Reservation) -> None:
+        """Mark *reservation* settled and drop its pending amount; caller holds the lock."""
+        if reservation.ledger is not self:
+            raise ValueError("this reservation belongs to another ledger")
+        if reservation.settled:
+            raise ValueError("this reservation was already reconciled or released")
+        reservation.settled = True
+        self._pending[reservation.dimension] -= reservation._exact
+
+    def reconcile(self, reservation: Reservation, actual: int | float) -> int | float:
+        """Replace the reservation's estimate by *actual* (pending -> committed).
+
+        Returns the new committed total of that dimension. Never raises for
+        overspending — check :meth:`overspend_error` afterwards. Reconciling a
+        settled reservation, or one from another ledger, raises ``ValueError``.
+        """
+        exact = _exact(actual, "actual amount")
+        with self._lock:
+            self._settle(reservation)
+            self._committed[reservation.dimension] += exact
+            return _out(reservation.dimension, self._committed[reservation.dimension])
+
+    def release(self, reservation: Reservation) -> None:
+        """Drop a reservation without spending it (the call failed).
+
+        Releasing an already settled reservation is a no-op, so ``release``
+        is safe in a ``finally`` block after ``reconcile``.
+        """
+        with self._lock:
+            if reservation.ledger is self and reservation.settled:
+                return
+            self._settle(reservation)
+
+    def __repr__(self) -> str:
+        return f"Ledger({self.to_dict()!r})"

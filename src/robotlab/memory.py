@@ -374,9 +374,8 @@ class Memory:
         """
         if wait is None:
             wait = False
-        if not isinstance(wait, bool):
-            if not isinstance(wait, (int, float)) or math.isnan(wait) or wait < 0:
-                raise ValueError(f"wait must be True, False or a number of seconds >= 0, got {wait!r}")
+        if not isinstance(wait, bool) and (not isinstance(wait, (int, float)) or math.isnan(wait) or wait < 0):
+            raise ValueError(f"wait must be True, False or a number of seconds >= 0, got {wait!r}")
         keys = [self._key(k) for k in (key, *more)]
         if not more:
             return self._get_one(keys[0], wait, default)
