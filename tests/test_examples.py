@@ -13,14 +13,14 @@ EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs(path):
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=60)
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=60, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip()
 
 
 def test_quickstart_output():
     path = next(p for p in EXAMPLES if p.name == "quickstart.py")
-    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60).stdout
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60, check=False).stdout
     assert "robot: Order 42 has shipped." in out
     assert "hook: lookup_order({'order_id': '42'}) -> 'shipped'" in out
     assert "network: Good news: order 42 is on its way!" in out
@@ -28,6 +28,6 @@ def test_quickstart_output():
 
 def test_hooks_demo_output():
     path = next(p for p in EXAMPLES if p.name == "hooks_demo.py")
-    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60).stdout
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60, check=False).stdout
     assert out.count("global: before_run request='hello hooks'") == 2
     assert "'timer': {'ms':" in out
