@@ -397,3 +397,16 @@ def test_cost_reservations_accept_exactly_what_fits(estimates, limit):
         else:
             assert fits
             total += Decimal(repr(float(e)))
+
+
+def _python_blocks(path):
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / path).read_text()
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+@pytest.mark.parametrize("index", range(len(_python_blocks("docs/budgets.md"))))
+def test_docs_budgets_examples_run(index):
+    exec(compile(_python_blocks("docs/budgets.md")[index], f"docs/budgets.md[{index}]", "exec"), {})

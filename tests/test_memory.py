@@ -829,3 +829,16 @@ def test_memory_module_imports_only_the_standard_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _python_blocks(path):
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / path).read_text()
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+@pytest.mark.parametrize("index", range(len(_python_blocks("docs/memory.md"))))
+def test_docs_memory_examples_run(index, capsys):
+    exec(compile(_python_blocks("docs/memory.md")[index], f"docs/memory.md[{index}]", "exec"), {})
