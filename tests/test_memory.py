@@ -842,3 +842,18 @@ def _python_blocks(path):
 @pytest.mark.parametrize("index", range(len(_python_blocks("docs/memory.md"))))
 def test_docs_memory_examples_run(index, capsys):
     exec(compile(_python_blocks("docs/memory.md")[index], f"docs/memory.md[{index}]", "exec"), {})
+
+
+def test_memory_demo_example_output():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "examples" / "memory_demo.py"
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=60, check=True)
+    assert "memory: ticket.sentiment = 'frustrated'" in out.stdout
+    assert "responder's tool returned: frustrated (waited 0.2" in out.stdout
+    assert "reply: I'm sorry for the trouble, Ada." in out.stdout
+    assert "user keys: ['ticket.sentiment', 'ticket.priority']" in out.stdout
