@@ -1,0 +1,89 @@
+"""The wire codec for jobs and results: one frame format for every backend.
+
+A frame is ``kind (1 byte) | payload length (4 bytes, big-endian) | payload``:
+
+- ``M`` msgspec msgpack, for plain JSON-like data (str, int, float, bool,
+  None, bytes, and lists / str-keyed dicts of those) — it round-trips exactly;
+- ``P`` pickle protocol 5, for everything else that ``freeze_deep`` allows
+  (tuples, FrozenDict, dataclasses, enums, datetimes, ...): types survive;
+- ``C`` cloudpickle, only with ``allow_code=True`` (lambdas, closures).
+
+Corrupt, truncated or unknown frames raise ``WireError``. Frames are only
+ever read from robotlab's own workers: pickle must never decode untrusted data.
+
+Example:
+    >>> from robotlab.parallel.boundary import FrozenDict
+    >>> decode(encode(FrozenDict({"ids": (1, 2)})))
+    FrozenDict({'ids': (1, 2)})
+
+msgspec is imported only for ``M`` frames (it cannot load in subinterpreters:
+pass ``msgpack=False`` to encode for such a peer).
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from typing import Any
+
+from robotlab.errors import WireError
+
+__all__ = ["decode", "encode"]
+
+_HEADER = struct.Struct(">cI")
+_PLAIN_SCALARS = (str, int, float, bool, type(None), bytes)
+
+
+def _is_plain(value: Any, depth: int = 0) -> bool:
+    cls = type(value)
+    if cls in _PLAIN_SCALARS:
+        return not (cls is int and not -(2**63) <= value < 2**64)  # msgpack's integer range
+    if depth > 32:
+        return False
+    if cls is list:
+        return all(_is_plain(v, depth + 1) for v in value)
+    if cls is dict:
+        return all(type(k) is str and _is_plain(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def encode(obj: Any, *, allow_code: bool = False, msgpack: bool = True) -> bytes:
+    """Encode *obj* as one frame."""
+    if msgpack and _is_plain(obj):
+        import msgspec
+
+        kind, payload = b"M", msgspec.msgpack.encode(obj)
+    else:
+        try:
+            kind, payload = b"P", pickle.dumps(obj, protocol=5)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            if not allow_code:
+                raise WireError(
+                    f"cannot encode {type(obj).__name__} for a worker: {exc}. "
+                    "Pass it by import path, or opt in to shipping code with allow_code=True"
+                ) from exc
+            import cloudpickle
+
+            kind, payload = b"C", cloudpickle.dumps(obj, protocol=5)
+    return _HEADER.pack(kind, len(payload)) + payload
+
+
+def decode(data: bytes | bytearray | memoryview) -> Any:
+    """Decode one frame made by :func:`encode`."""
+    view = memoryview(data)
+    if len(view) < _HEADER.size:
+        raise WireError(f"truncated frame: {len(view)} bytes, the header alone is {_HEADER.size}")
+    kind, length = _HEADER.unpack_from(view)
+    payload = view[_HEADER.size:]
+    if len(payload) != length:
+        raise WireError(f"frame length mismatch: header says {length} bytes, got {len(payload)}")
+    try:
+        if kind == b"M":
+            import msgspec
+
+            return msgspec.msgpack.decode(payload)
+        if kind in (b"P", b"C"):  # cloudpickle output loads with plain pickle
+            return pickle.loads(payload)
+    except Exception as exc:
+        raise WireError(f"corrupt {kind.decode(errors='replace')!r} frame: {type(exc).__name__}: {exc}") from exc
+    raise WireError(f"unknown frame kind {kind!r}")
