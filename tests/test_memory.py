@@ -528,7 +528,7 @@ def test_reserved_key_message_names_the_data_accessor():
     with pytest.raises(ConfigurationError) as info:
         Memory().set("data", {})
     assert str(info.value) == (
-        "'data' is a reserved memory key; use memory.data['name'] = value (or memory.data.name = value) instead"
+        "'data' is a reserved memory key; use memory.data (memory.data['name'] or memory.data.name) instead"
     )
 
 

@@ -62,11 +62,11 @@ logger = logging.getLogger("robotlab.memory")
 RESERVED_KEYS = ("data", "results", "messages", "session_id", "cache")
 
 _ACCESSOR_HINT = {
-    "data": "memory.data['name'] = value (or memory.data.name = value)",
+    "data": "memory.data (memory.data['name'] or memory.data.name)",
     "results": "memory.results",
     "messages": "memory.messages",
-    "session_id": "memory.session_id = ...",
-    "cache": "memory.cache (read-only, set at construction)",
+    "session_id": "memory.session_id",
+    "cache": "memory.cache (read-only)",
 }
 
 #: Valid ``create_memory(backend=...)`` values.
