@@ -26,8 +26,7 @@ _LAZY: dict[str, str] = {
     "import_path": "robotlab.parallel.boundary",
     "resolve": "robotlab.parallel.boundary",
     "WorkerPool": "robotlab.parallel.pool",
-    "default_pool": "robotlab.parallel.default",
-    "shutdown_pool": "robotlab.parallel.default",
+    "RemoteTraceback": "robotlab.parallel.pool",
 }
 
 __all__ = ["JobTimeout", "RactorBoundaryError", "WireError", "WorkerCrashed", *_LAZY]

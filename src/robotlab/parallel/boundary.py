@@ -125,7 +125,53 @@ def freeze_deep(value: Any, *, root: str = "value") -> Any:
     cls = type(value)
     if cls in _SCALARS or isinstance(value, (enum.Enum, PurePath)) or (cls is FrozenDict and value._deep):
         return value
-    return _Freezer(root).run(value)
+    frozen = _freeze_plain(value, 0)
+    return frozen if frozen is not _NOT_PLAIN else _Freezer(root).run(value)
+
+
+_NOT_PLAIN = object()
+_PLAIN_DEPTH = 64  # beyond it (deep nesting, or a cycle) the iterative walker takes over
+
+
+def _deep_frozen_dict(data: dict) -> FrozenDict:
+    frozen = FrozenDict.__new__(FrozenDict)
+    object.__setattr__(frozen, "_data", data)
+    object.__setattr__(frozen, "_hash", None)
+    object.__setattr__(frozen, "_deep", True)
+    return frozen
+
+
+def _freeze_plain(value: Any, depth: int) -> Any:
+    """Fast path for the common case: scalars in tuples, lists and str/scalar-keyed dicts.
+
+    Returns ``_NOT_PLAIN`` on anything else, and the walker below redoes the
+    value with paths for its error messages; this path computes no paths.
+    """
+    cls = type(value)
+    if depth > _PLAIN_DEPTH:
+        return _NOT_PLAIN
+    if cls is tuple or cls is list:
+        items, changed = [], cls is list
+        for item in value:
+            frozen = item if type(item) in _SCALARS else _freeze_plain(item, depth + 1)
+            if frozen is _NOT_PLAIN:
+                return _NOT_PLAIN
+            changed = changed or frozen is not item
+            items.append(frozen)
+        return tuple(items) if changed else value
+    if cls is dict or cls is FrozenDict:
+        if cls is FrozenDict and value._deep:
+            return value
+        data = {}
+        for key, item in value.items():
+            frozen = item if type(item) in _SCALARS else _freeze_plain(item, depth + 1)
+            if type(key) not in _SCALARS or frozen is _NOT_PLAIN:
+                return _NOT_PLAIN
+            data[key] = frozen
+        return _deep_frozen_dict(data)
+    if cls in _SCALARS:
+        return value
+    return _NOT_PLAIN
 
 
 class _Freezer:

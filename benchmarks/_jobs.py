@@ -1,0 +1,13 @@
+"""Module-level jobs the benchmark workers import (this module is not itself a benchmark)."""
+
+
+def noop(x=None):
+    return x
+
+
+def burn(n: int) -> int:
+    """Pure-Python CPU work: about 20 ms for the n the fan-out benchmark calibrates."""
+    total = 0
+    for i in range(n):
+        total += i * i % 7
+    return total

@@ -1,0 +1,602 @@
+"""WorkerPool: a supervised ``concurrent.futures.Executor`` over worker processes.
+
+Example:
+    >>> from robotlab.parallel import WorkerPool
+    >>> with WorkerPool(size=2) as pool:                       # doctest: +SKIP
+    ...     pool.submit("math:factorial", 10).result()
+    3628800
+
+Unlike ``ProcessPoolExecutor``, a worker that dies fails only the job it was
+running (``WorkerCrashed`` with the exit code or signal) and is replaced; a job
+past its ``timeout`` raises ``JobTimeout`` and its worker is killed and
+replaced. Arguments are frozen and encoded in the caller's thread, so a value
+that cannot cross raises from ``submit`` itself.
+
+How it works: each worker has one duplex pipe. A job goes straight down the
+pipe of an idle worker from the submitting thread; otherwise it waits in a
+queue. One supervisor thread waits, in a single
+``multiprocessing.connection.wait``, on every pipe, every worker's process
+sentinel and a wake-up pipe: it reads results, hands queued jobs to freed
+workers, replaces dead ones and enforces timeouts. Workers also hold the read
+end of an "alive" pipe whose only writer is this process, so they exit by
+themselves if the parent dies, even mid-job.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import contextlib
+import itertools
+import logging
+import math
+import multiprocessing
+import os
+import selectors
+import signal
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import CancelledError, Executor, Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from robotlab.errors import ConfigurationError, DependencyError, Error, JobTimeout, WireError, WorkerCrashed
+from robotlab.parallel import wire
+from robotlab.parallel.boundary import freeze_deep, import_path
+
+__all__ = ["BACKENDS", "RemoteTraceback", "WorkerPool"]
+
+BACKENDS = ("process", "thread", "subinterpreter", "ray")
+# A worker that dies this many times in a row before becoming ready marks the pool broken
+# (a crashing import or interpreter start would otherwise respawn forever).
+_MAX_START_FAILURES = 3
+# Jobs in flight per worker: while it runs one, the next already waits in its pipe,
+# so a worker never idles for a round trip through the supervisor.
+_PIPELINE = 2
+
+
+class RemoteTraceback(Exception):
+    """Set as ``__cause__`` of an exception re-raised from a worker: its text is the worker's traceback."""
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+@dataclass(eq=False)
+class _Job:
+    id: int
+    frame: bytes
+    future: Future
+    target: str
+    timeout: float | None
+    deadline: float | None = None
+    running: bool = False  # its future is RUNNING (it was sent to a worker at least once)
+
+
+@dataclass(eq=False)
+class _Worker:
+    process: Any
+    conn: Any
+    ready: bool = False
+    jobs: collections.deque[_Job] = field(default_factory=collections.deque)  # jobs[0] is running
+    jobs_done: int = 0
+
+
+def _death_cause(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"signal {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"signal {-exitcode}"
+    return f"exit code {exitcode}"
+
+
+def _rebuild_error(frame: bytes | None, type_name: str, message: str, tb_text: str) -> BaseException:
+    """The worker's exception as its own type when it unpickles here, else a robotlab ``Error``."""
+    error: BaseException | None = None
+    if frame is not None:
+        with contextlib.suppress(Exception):
+            error = wire.decode(frame)
+    if not isinstance(error, BaseException):
+        error = Error(f"{type_name}: {message}" if message else type_name)
+    error.remote_traceback = tb_text  # type: ignore[attr-defined]
+    error.__cause__ = RemoteTraceback(f'\n"""\n{tb_text}"""')
+    return error
+
+
+_live_pools: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
+
+
+@atexit.register
+def _terminate_live_pools() -> None:
+    # Runs on interpreter exit, also after an uncaught Ctrl-C: no worker outlives its parent.
+    for pool in list(_live_pools):
+        pool.terminate()
+
+
+class WorkerPool(Executor):
+    """A pool of supervised worker processes behind the ``concurrent.futures`` interface.
+
+    Functions and tools cross as import paths (``"pkg.module:name"``, or the
+    module-level object itself); arguments and results cross through
+    :func:`~robotlab.parallel.freeze_deep` and the wire codec. As with
+    ``ProcessPoolExecutor``, a script that creates a pool needs an
+    ``if __name__ == "__main__":`` guard.
+
+    Args:
+        size: number of workers, or ``"auto"`` (``os.cpu_count()``).
+        backend: ``"process"``. ``"thread"``, ``"subinterpreter"`` and ``"ray"``
+            are reserved names for the backends of later releases.
+        start_method: ``"forkserver"`` (the default on Linux) or ``"spawn"``; never ``"fork"``.
+        max_tasks_per_child: replace a worker after this many jobs.
+        initializer, initargs: called in each worker before its first job.
+
+    Example:
+        >>> with WorkerPool(size=2) as pool:                   # doctest: +SKIP
+        ...     list(pool.map("math:sqrt", [1, 4, 9]))
+        [1.0, 2.0, 3.0]
+    """
+
+    def __init__(
+        self,
+        size: int | str = "auto",
+        backend: str = "process",
+        start_method: str | None = None,
+        max_tasks_per_child: int | None = None,
+        initializer: Callable[..., Any] | str | None = None,
+        initargs: tuple = (),
+    ) -> None:
+        if backend not in BACKENDS:
+            raise ConfigurationError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
+        if backend != "process":
+            raise DependencyError(f"backend={backend!r} is not available in this version of robotlab; "
+                                  "use backend='process'")
+        if start_method == "fork":
+            raise ConfigurationError("start_method='fork' is not allowed: a forked child inherits the locks of "
+                                     "litellm's and httpx's threads in an unknown state; use 'forkserver' or 'spawn'")
+        if start_method not in (None, "forkserver", "spawn"):
+            raise ConfigurationError(f"start_method must be 'forkserver' or 'spawn'; got {start_method!r}")
+        if size == "auto":
+            size = os.cpu_count() or 1
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise ConfigurationError(f"size must be 'auto' or an integer >= 1; got {size!r}")
+        if max_tasks_per_child is not None and (not isinstance(max_tasks_per_child, int) or max_tasks_per_child < 1):
+            raise ConfigurationError(f"max_tasks_per_child must be an integer >= 1; got {max_tasks_per_child!r}")
+        method = start_method or ("forkserver" if sys.platform.startswith("linux") else "spawn")
+        self.size: int = size
+        self.backend: str = backend
+        self._ctx = multiprocessing.get_context(method)
+        self._max_tasks = max_tasks_per_child
+        self._paths: dict[Any, str] = {}
+        self._initializer = None if initializer is None else self._path(initializer)
+        self._initargs = freeze_deep(tuple(initargs), root="initargs")
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+        self._pending: collections.deque[_Job] = collections.deque()
+        self._workers: list[_Worker] = []
+        self._retiring: list[Any] = []  # processes told to stop, joined once their sentinel fires
+        self._start_failures = 0
+        self._broken: str | None = None
+        self._shutdown = False
+        self._all_ready = threading.Event()
+        self._stopped = threading.Event()
+        self._wake_r, self._wake_w = multiprocessing.Pipe(duplex=False)
+        self._alive_r, self._alive_w = self._ctx.Pipe(duplex=False)
+        # One persistent selector over every pipe and process sentinel (cheaper than
+        # building one per wake-up, as multiprocessing.connection.wait does).
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._workers = [self._spawn() for _ in range(size)]
+        self._supervisor = threading.Thread(target=self._supervise, name="robotlab-pool-supervisor", daemon=True)
+        self._supervisor.start()
+        _live_pools.add(self)
+
+    # -- public API ------------------------------------------------------------
+
+    def submit(self, fn: Callable[..., Any] | str, /, *args: Any, timeout: float | None = None,
+               **kwargs: Any) -> Future:
+        """Run ``fn(*args, **kwargs)`` in a worker; ``timeout`` (seconds) bounds its run time.
+
+        Raises ``RactorBoundaryError`` / ``WireError`` right here if an argument cannot cross.
+        """
+        return self._submit("call", self._path(fn), args, kwargs, timeout)
+
+    def submit_tool(self, tool: type | str, args: dict[str, Any] | None = None, *,
+                    timeout: float | None = None) -> Future:
+        """Run ``ToolClass().execute(**args)`` in a worker (a fresh instance per call).
+
+        A failure comes back as ``ToolError("Tool 'pkg.mod:Name' failed in worker: ...")``.
+        """
+        return self._submit("tool", self._path(tool), (), dict(args or {}), timeout)
+
+    def run_tool(self, tool: type | str, args: dict[str, Any] | None = None, *, timeout: float | None = None) -> Any:
+        """:meth:`submit_tool` and wait for the result."""
+        return self.submit_tool(tool, args, timeout=timeout).result()
+
+    def map(self, fn: Callable[..., Any] | str, *iterables: Iterable[Any], timeout: float | None = None,
+            chunksize: int | None = None) -> Iterator[Any]:
+        """Like ``Executor.map``: results in input order; ``timeout`` bounds the whole iteration.
+
+        Calls travel in chunks of ``chunksize`` (default: about four chunks per
+        worker, like ``multiprocessing.Pool.map``); an exception fails its chunk
+        and is raised when iteration reaches it.
+        """
+        path = self._path(fn)
+        calls = list(zip(*iterables, strict=False))
+        if chunksize is None:
+            chunksize = max(1, math.ceil(len(calls) / (4 * self.size)))
+        elif not isinstance(chunksize, int) or chunksize < 1:
+            raise ConfigurationError(f"chunksize must be an integer >= 1; got {chunksize!r}")
+        end = None if timeout is None else time.monotonic() + timeout
+        if chunksize == 1:
+            futures = [self._submit("call", path, call, {}, None) for call in calls]
+        else:
+            futures = [self._submit("batch", path, tuple(calls[i:i + chunksize]), {}, None)
+                       for i in range(0, len(calls), chunksize)]
+
+        def results() -> Iterator[Any]:
+            try:
+                futures.reverse()  # pop() from the end keeps only unfinished futures referenced
+                while futures:
+                    left = None if end is None else end - time.monotonic()
+                    value = futures.pop().result(left)
+                    if chunksize == 1:
+                        yield value
+                    else:
+                        yield from value
+            finally:
+                for future in futures:
+                    future.cancel()
+
+        return results()
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Stop accepting jobs; finish the queued ones (or cancel them) and stop the workers."""
+        with self._lock:
+            self._shutdown = True
+            cancelled = self._drain_pending() if cancel_futures else []
+        for job in cancelled:
+            job.future.cancel()
+        self._wake()
+        if wait:
+            self._stopped.wait()
+
+    def terminate(self) -> None:
+        """Stop now: cancel queued jobs, kill the workers, fail running jobs with ``CancelledError``.
+
+        The pool does this itself when a ``with`` block exits on ``KeyboardInterrupt``
+        and at interpreter exit.
+        """
+        with self._lock:
+            self._shutdown = True
+            cancelled = self._drain_pending()
+            running = [job for worker in self._workers for job in worker.jobs]
+            for worker in self._workers:
+                worker.jobs.clear()
+                with contextlib.suppress(OSError):
+                    worker.process.kill()
+        for job in cancelled:
+            job.future.cancel()
+        for job in running:
+            if not job.future.done():
+                job.future.set_exception(CancelledError(f"{job.target} was stopped: the pool was terminated"))
+        self._wake()
+        if threading.current_thread() is not self._supervisor:
+            self._stopped.wait()
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None and not issubclass(exc_type, Exception):
+            self.terminate()  # Ctrl-C or SystemExit: do not wait for running jobs
+        else:
+            self.shutdown(wait=True)
+
+    def wait_until_ready(self, timeout: float | None = None) -> bool:
+        """Block until every initial worker has started (and run the initializer); False on timeout."""
+        return self._all_ready.wait(timeout)
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """PIDs of the current worker processes."""
+        with self._lock:
+            return [w.process.pid for w in self._workers if w.process.pid is not None]
+
+    # -- submitting ----------------------------------------------------------------
+
+    def _path(self, fn: Any) -> str:
+        try:
+            return self._paths[fn]
+        except (KeyError, TypeError):
+            pass
+        main = sys.modules.get("__main__")
+        # spawn and forkserver workers import the main script as __main__ when it is a file.
+        path = import_path(fn, main_importable=getattr(main, "__file__", None) is not None)
+        with contextlib.suppress(TypeError):
+            self._paths[fn] = path
+        return path
+
+    def _submit(self, kind: str, target: str, args: tuple, kwargs: dict, timeout: float | None) -> Future:
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or timeout <= 0):
+            raise ConfigurationError(f"timeout must be a positive number of seconds; got {timeout!r}")
+        job_id = next(self._ids)
+        job_args = freeze_deep(args, root="args")
+        # A tool's arguments are one dict, named "args" in errors as in the tool's own call.
+        job_kwargs = dict(freeze_deep(kwargs, root="args" if kind == "tool" else "kwargs")) if kwargs else {}
+        frame = wire.encode((job_id, kind, target, job_args, job_kwargs))
+        job = _Job(job_id, frame, Future(), target, timeout)
+        with self._lock:
+            if self._broken is not None:
+                raise Error(self._broken)
+            if self._shutdown:
+                raise RuntimeError("cannot submit to a WorkerPool after shutdown")
+            worker = None if self._pending else self._worker_for(job)
+            if worker is None:
+                # Every worker is busy or starting: the supervisor hands this job to the
+                # next one that reports back, no need to wake it.
+                self._pending.append(job)
+            else:
+                job.future.set_running_or_notify_cancel()  # a new future: nobody can have cancelled it
+                job.running = True
+                self._start(worker, job)
+        if timeout is not None:
+            self._wake()  # the supervisor must learn of the new deadline
+        return job.future
+
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            self._wake_w.send_bytes(b"")
+
+    # -- the supervisor (all methods below run on its thread, under self._lock unless noted) --
+
+    def _can_queue(self, worker: _Worker, job: _Job) -> bool:
+        queued = len(worker.jobs)
+        if not worker.ready or queued >= _PIPELINE:
+            return False
+        if queued and job.timeout is not None:
+            return False  # its clock must start when it starts: only an idle worker takes it
+        return self._max_tasks is None or worker.jobs_done + queued < self._max_tasks
+
+    def _worker_for(self, job: _Job) -> _Worker | None:
+        """An idle worker, else one whose pipe can hold *job* behind its current job."""
+        fallback = None
+        for worker in self._workers:
+            if self._can_queue(worker, job):
+                if not worker.jobs:
+                    return worker
+                fallback = fallback or worker
+        return fallback
+
+    def _start(self, worker: _Worker, job: _Job) -> None:
+        """Send *job* (already marked running) down *worker*'s pipe."""
+        if job.timeout is not None:
+            job.deadline = time.monotonic() + job.timeout
+        worker.jobs.append(job)
+        with contextlib.suppress(OSError):  # it died: its sentinel fails the job as crashed
+            worker.conn.send_bytes(job.frame)
+
+    def _fill(self, worker: _Worker) -> None:
+        """Hand queued jobs, in order, to *worker* while it can take them."""
+        while self._pending and self._can_queue(worker, self._pending[0]):
+            job = self._pending.popleft()
+            if job.running or job.future.set_running_or_notify_cancel():  # False: the caller cancelled it
+                job.running = True
+                self._start(worker, job)
+
+    def _fill_all(self) -> None:
+        for worker in self._workers:
+            self._fill(worker)
+
+    def _drain_pending(self) -> list[_Job]:
+        jobs = list(self._pending)
+        self._pending.clear()
+        return jobs
+
+    def _spawn(self) -> _Worker:
+        from robotlab.parallel import _worker
+
+        parent_conn, child_conn = self._ctx.Pipe(duplex=True)
+        process = self._ctx.Process(
+            target=_worker.main,
+            args=(child_conn, self._alive_r, list(sys.path), logging.getLogger().getEffectiveLevel(),
+                  self._initializer, self._initargs),
+            daemon=True,
+            name="robotlab-worker",
+        )
+        process.start()
+        child_conn.close()
+        worker = _Worker(process, parent_conn)
+        self._selector.register(parent_conn, selectors.EVENT_READ, ("message", worker))
+        self._selector.register(process.sentinel, selectors.EVENT_READ, ("death", worker))
+        return worker
+
+    def _forget(self, worker: _Worker) -> None:
+        """Stop watching a worker that has stopped or been killed and close its pipe."""
+        for watched in (worker.conn, worker.process.sentinel):
+            with contextlib.suppress(KeyError, ValueError):
+                self._selector.unregister(watched)
+        with contextlib.suppress(OSError):
+            worker.conn.close()
+
+    def _replace(self, worker: _Worker) -> None:
+        """Drop a finished or dead worker and, unless shutting down, start its successor."""
+        self._forget(worker)
+        index = self._workers.index(worker)
+        if self._shutdown or self._broken is not None:
+            del self._workers[index]
+        else:
+            self._workers[index] = self._spawn()
+
+    def _fail_all(self, reason: str) -> list[tuple[Future, BaseException]]:
+        self._broken = reason
+        return [(job.future, Error(reason)) for job in self._drain_pending()
+                if job.running or job.future.set_running_or_notify_cancel()]
+
+    def _on_death(self, worker: _Worker) -> list[tuple[Future, BaseException]]:
+        worker.process.join()
+        cause = _death_cause(worker.process.exitcode)
+        settled: list[tuple[Future, BaseException]] = []
+        jobs, worker.jobs = worker.jobs, collections.deque()
+        if jobs:
+            job = jobs.popleft()
+            self._pending.extendleft(reversed(jobs))  # never started: another worker runs them
+            error = WorkerCrashed(f"Worker pid {worker.process.pid} died with {cause} while running {job.target}; "
+                                  "the job was not completed and the worker was replaced")
+            error.exitcode = worker.process.exitcode  # type: ignore[attr-defined]
+            settled.append((job.future, error))
+        if not worker.ready and self._broken is None:
+            self._start_failures += 1
+            if self._start_failures >= _MAX_START_FAILURES:
+                settled += self._fail_all(f"WorkerPool is broken: {self._start_failures} workers in a row died "
+                                          f"before they were ready (last: {cause})")
+        self._replace(worker)
+        self._fill_all()
+        return settled
+
+    def _on_message(self, worker: _Worker, message: tuple) -> list[tuple[Future, Any]]:
+        tag = message[0]
+        if tag == "log":
+            record = logging.makeLogRecord(message[1])
+            target = logging.getLogger(record.name)
+            if target.isEnabledFor(record.levelno):
+                target.handle(record)
+            return []
+        if tag == "ready":
+            worker.ready, self._start_failures = True, 0
+            if all(w.ready for w in self._workers):
+                self._all_ready.set()
+            self._fill(worker)
+            return []
+        if tag == "init_error":
+            worker.ready = True  # it started, the initializer failed: not a start crash
+            return self._fail_all(f"WorkerPool is broken: the initializer failed in a worker:\n{message[1]}")
+        job = worker.jobs.popleft() if worker.jobs else None
+        worker.jobs_done += 1
+        settled: list[tuple[Future, Any]] = []
+        if job is not None and job.id == message[1]:
+            outcome = message[2] if tag == "ok" else _rebuild_error(*message[2:])
+            settled.append((job.future, outcome))
+        if self._max_tasks is not None and worker.jobs_done >= self._max_tasks:
+            with contextlib.suppress(OSError):
+                worker.conn.send_bytes(wire.encode(None))
+            self._retiring.append(worker.process)
+            self._replace(worker)
+            self._selector.register(worker.process.sentinel, selectors.EVENT_READ, ("retired", worker.process))
+        else:
+            self._fill(worker)
+        return settled
+
+    def _expire(self, now: float) -> tuple[list[tuple[Future, BaseException]], float | None]:
+        settled, nearest = [], None
+        for worker in list(self._workers):
+            job = worker.jobs[0] if worker.jobs else None
+            if job is None or job.deadline is None:
+                continue
+            if now < job.deadline:
+                nearest = job.deadline - now if nearest is None else min(nearest, job.deadline - now)
+                continue
+            worker.jobs.popleft()
+            self._pending.extendleft(reversed(worker.jobs))  # queued behind it, never started
+            worker.jobs.clear()
+            worker.process.kill()
+            worker.process.join()
+            settled.append((job.future, JobTimeout(
+                f"{job.target} ran past its timeout of {job.timeout} s; "
+                f"worker pid {worker.process.pid} was stopped and replaced")))
+            self._replace(worker)
+            self._fill_all()
+        return settled, nearest
+
+    @staticmethod
+    def _settle(settled: list[tuple[Future, Any]]) -> None:
+        # Outside the lock: done-callbacks may submit more work.
+        for future, outcome in settled:
+            if future.done():
+                continue
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+    def _supervise(self) -> None:
+        try:
+            while True:
+                with self._lock:
+                    settled, timeout = self._expire(time.monotonic())
+                    busy = self._pending or any(w.jobs for w in self._workers)
+                    done = (self._shutdown or self._broken is not None) and not busy
+                self._settle(settled)
+                if done:
+                    break
+                events = self._selector.select(timeout)
+                settled = []
+                with self._lock:
+                    # Messages first: a worker's last result may sit in its pipe when it dies.
+                    for key, _ in sorted(events, key=lambda event: event[0].data is not None
+                                         and event[0].data[0] != "message"):
+                        if key.data is None:
+                            while self._wake_r.poll():
+                                self._wake_r.recv_bytes()
+                            continue
+                        what, subject = key.data
+                        if what == "message":
+                            settled += self._drain(subject)
+                        elif what == "death" and subject in self._workers:
+                            settled += self._drain(subject)
+                            settled += self._on_death(subject)
+                        elif what == "retired":
+                            self._selector.unregister(key.fileobj)
+                            subject.join()
+                            self._retiring.remove(subject)
+                self._settle(settled)
+        except BaseException as exc:  # a supervisor bug must not leave futures hanging forever
+            with self._lock:
+                settled = self._fail_all(f"WorkerPool supervisor failed: {type(exc).__name__}: {exc}")
+                settled += [(job.future, Error(self._broken)) for w in self._workers for job in w.jobs]
+            self._settle(settled)
+            raise
+        finally:
+            self._stop_workers()
+
+    def _drain(self, worker: _Worker) -> list[tuple[Future, Any]]:
+        """Handle every complete message waiting on *worker*'s pipe."""
+        settled: list[tuple[Future, Any]] = []
+        try:
+            while worker in self._workers and worker.conn.poll():
+                frame = worker.conn.recv_bytes()
+                try:
+                    message = wire.decode(frame)
+                except WireError as exc:  # fail the job, keep the pool
+                    if not worker.jobs:
+                        continue
+                    message = ("err", worker.jobs[0].id, None, "robotlab.errors.WireError", str(exc), "")
+                settled += self._on_message(worker, message)
+        except (EOFError, OSError):
+            pass  # it died: its sentinel is ready too
+        return settled
+
+    def _stop_workers(self) -> None:
+        """Tell every worker to stop, give each two seconds, then kill; reap all (no zombies)."""
+        with self._lock:
+            workers, self._workers = self._workers, []
+            retiring, self._retiring = self._retiring, []
+        for worker in workers:
+            with contextlib.suppress(OSError):
+                worker.conn.send_bytes(wire.encode(None))
+        deadline = time.monotonic() + 2
+        for process in [w.process for w in workers] + retiring:
+            process.join(max(0.0, deadline - time.monotonic()))
+            if process.is_alive():
+                process.kill()
+                process.join()
+        for worker in workers:
+            with contextlib.suppress(OSError):
+                worker.conn.close()
+        self._selector.close()
+        for conn in (self._alive_w, self._alive_r, self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                conn.close()
+        self._stopped.set()
+        _live_pools.discard(self)

@@ -1,0 +1,113 @@
+"""Module-level jobs the worker processes import in the pool tests."""
+
+import logging
+import os
+import signal
+import sys
+import time
+
+from robotlab import Tool, ToolError, param
+
+
+def add(a, b):
+    return a + b
+
+
+def echo(value):
+    return value
+
+
+def burn(n=200_000):
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
+def sleep(seconds):
+    time.sleep(seconds)
+    return seconds
+
+
+def kill_self():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def exit_now(code=3):
+    os._exit(code)
+
+
+def segfault():
+    import ctypes
+
+    ctypes.string_at(0)
+
+
+def raise_value_error(message):
+    raise ValueError(message)
+
+
+def log_warning(message):
+    logging.getLogger("tests.worker").warning(message)
+    return "logged"
+
+
+def worker_state():
+    return {"pid": os.getpid(), "litellm": "litellm" in sys.modules, "path": list(sys.path),
+            "cost_map": os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP")}
+
+
+class Multiply(Tool):
+    description = "Multiply"
+    param("a", type="integer")
+    param("b", type="integer")
+
+    def execute(self, *, a, b):
+        if a < 0:
+            raise ToolError("negative input", retryable=True)
+        return a * b
+
+
+def pid():
+    return os.getpid()
+
+
+_flag = None
+
+
+def set_flag(value):
+    global _flag
+    _flag = value
+
+
+def read_flag():
+    return _flag
+
+
+def fail_init():
+    raise RuntimeError("initializer refused")
+
+
+class NeedsTwoArgs(Exception):
+    """Unpickling calls NeedsTwoArgs(*args) with one arg: it cannot be rebuilt in the parent."""
+
+    def __init__(self, a, b):
+        super().__init__(f"{a}/{b}")
+
+
+def raise_unrebuildable():
+    raise NeedsTwoArgs("x", "y")
+
+
+def return_lock():
+    import threading
+
+    return threading.Lock()
+
+
+def sleep_with_pidfile(path, seconds):
+    """Write this worker's pid to *path*, then sleep: the test knows whom to kill."""
+    with open(path, "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(seconds)
+    return "slept"

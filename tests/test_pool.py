@@ -1,0 +1,372 @@
+"""WorkerPool with real worker processes: the Executor contract, errors, and supervision."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import io
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from robotlab.errors import (
+    ConfigurationError,
+    DependencyError,
+    Error,
+    JobTimeout,
+    RactorBoundaryError,
+    ToolError,
+    WireError,
+    WorkerCrashed,
+)
+from robotlab.parallel import WorkerPool
+from robotlab.parallel.pool import RemoteTraceback
+from tests import parallel_jobs as jobs
+
+
+@pytest.fixture(scope="module")
+def pool():
+    """One pool for the tests that leave it healthy."""
+    with WorkerPool(size=2) as shared:
+        assert shared.wait_until_ready(30)
+        yield shared
+
+
+def gone(pids: list[int], within: float = 10.0) -> bool:
+    """True once none of *pids* is a live (non-zombie) process; kills any that remain (so a failing
+    test does not leave them behind for the rest of the run)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    alive.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        if not alive:
+            return True
+        time.sleep(0.05)
+    for pid in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            psutil.Process(pid).kill()
+    return False
+
+
+# -- the concurrent.futures contract ------------------------------------------------------
+
+
+def test_submit_by_object_or_path_with_args_and_kwargs(pool):
+    assert pool.submit(jobs.add, 2, b=3).result(10) == 5
+    assert pool.submit("tests.parallel_jobs:add", "a", "b").result(10) == "ab"
+    assert pool.submit("math:factorial", 10).result(10) == 3628800
+
+
+def test_types_survive_the_round_trip(pool):
+    value = {"ids": [1, 2], "tags": {"x"}, "when": (1.5, None)}
+    result = pool.submit(jobs.echo, value).result(10)
+    assert result == {"ids": (1, 2), "tags": frozenset({"x"}), "when": (1.5, None)}
+    assert type(result["ids"]) is tuple
+
+
+def test_map_keeps_input_order_for_any_chunksize(pool):
+    expected = [i + i for i in range(200)]
+    assert list(pool.map(jobs.add, range(200), range(200))) == expected
+    assert list(pool.map(jobs.add, range(200), range(200), chunksize=1)) == expected
+    assert list(pool.map(jobs.add, range(200), range(200), chunksize=7)) == expected
+    assert list(pool.map(jobs.add, [], [])) == []
+
+
+def test_map_timeout_raises_and_cancels_the_rest():
+    with WorkerPool(size=1) as one:
+        results = one.map(jobs.sleep, [0.05, 0.5, 0.5, 0.5, 0.5], timeout=0.25, chunksize=1)
+        assert next(results) == 0.05
+        with pytest.raises(cf.TimeoutError):
+            next(results)
+        assert one.submit(jobs.add, 1, 1).result(10) == 2
+
+
+def test_map_raises_the_exception_of_its_chunk(pool):
+    results = pool.map(jobs.raise_value_error, ["first"], chunksize=1)
+    with pytest.raises(ValueError, match="first"):
+        list(results)
+
+
+def test_as_completed_and_wait(pool):
+    futures = [pool.submit(jobs.sleep, s) for s in (0.4, 0.01, 0.2)]
+    finished = [f.result() for f in cf.as_completed(futures, timeout=10)]
+    assert sorted(finished) == [0.01, 0.2, 0.4]
+    first = [pool.submit(jobs.sleep, 0.5), pool.submit(jobs.sleep, 0.01)]
+    done, not_done = cf.wait(first, timeout=10, return_when=cf.FIRST_COMPLETED)
+    assert first[1] in done
+    done, not_done = cf.wait(first, timeout=10)
+    assert not not_done
+
+
+def test_cancel_a_pending_future():
+    with WorkerPool(size=1) as one:
+        blocker = one.submit(jobs.sleep, 0.5)
+        behind = one.submit(jobs.sleep, 0.0)  # pipelined into the worker: already running
+        pending = one.submit(jobs.add, 1, 1)
+        assert pending.cancel()
+        assert pending.cancelled()
+        assert blocker.result(10) == 0.5
+        assert behind.result(10) == 0.0
+        assert one.submit(jobs.add, 2, 2).result(10) == 4
+
+
+def test_shutdown_cancel_futures_cancels_only_what_has_not_started():
+    one = WorkerPool(size=1)
+    assert one.wait_until_ready(30)
+    running = one.submit(jobs.sleep, 0.3)
+    queued = [one.submit(jobs.add, i, i) for i in range(5)]
+    one.shutdown(wait=True, cancel_futures=True)
+    assert running.result() == 0.3
+    cancelled = [f for f in queued if f.cancelled()]
+    assert len(cancelled) >= 4  # at most one rode in the worker's pipe behind the running job
+    assert all(f.result() == 2 * i for i, f in enumerate(queued) if not f.cancelled())
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        one.submit(jobs.add, 1, 1)
+
+
+def test_shutdown_without_cancel_finishes_queued_jobs_and_reaps_workers():
+    one = WorkerPool(size=2)
+    futures = [one.submit(jobs.sleep, 0.05) for _ in range(6)]
+    pids = one.worker_pids
+    one.shutdown(wait=True)
+    assert all(f.result() == 0.05 for f in futures)
+    assert gone(pids)
+
+
+def test_done_callbacks_may_submit_more_work(pool):
+    chained: cf.Future = cf.Future()
+    first = pool.submit(jobs.add, 1, 1)
+    first.add_done_callback(lambda f: chained.set_result(pool.submit(jobs.add, f.result(), 1)))
+    assert chained.result(10).result(10) == 3
+
+
+# -- errors --------------------------------------------------------------------------------
+
+
+def test_an_exception_keeps_its_type_and_carries_the_remote_traceback(pool):
+    with pytest.raises(ValueError, match="boom") as info:
+        pool.submit(jobs.raise_value_error, "boom").result(10)
+    assert isinstance(info.value.__cause__, RemoteTraceback)
+    assert "raise_value_error" in info.value.remote_traceback
+    assert 'raise ValueError(message)' in str(info.value.__cause__)
+
+
+def test_an_exception_that_cannot_be_rebuilt_becomes_a_robotlab_error(pool):
+    with pytest.raises(Error, match=r"parallel_jobs\.NeedsTwoArgs: x/y") as info:
+        pool.submit(jobs.raise_unrebuildable).result(10)
+    assert "raise NeedsTwoArgs" in info.value.remote_traceback
+
+
+def test_a_result_that_cannot_cross_fails_only_its_job(pool):
+    with pytest.raises(WireError, match="cannot be sent back"):
+        pool.submit(jobs.return_lock).result(10)
+    assert pool.submit(jobs.add, 1, 2).result(10) == 3
+
+
+def test_bad_arguments_raise_synchronously_from_submit(pool):
+    with pytest.raises(RactorBoundaryError, match=r"at args\[0\]: _io\.StringIO is not shareable"):
+        pool.submit(jobs.echo, io.StringIO())
+    with pytest.raises(RactorBoundaryError, match=r"kwargs\['value'\]\[1\]"):
+        pool.submit(jobs.echo, value=[1, io.BytesIO()])
+    with pytest.raises(RactorBoundaryError, match="lambda"):
+        pool.submit(lambda: 1)
+    with pytest.raises(RactorBoundaryError, match="cannot import module"):
+        pool.submit("no_such_module_xyz:f")
+    with pytest.raises(ConfigurationError, match="timeout"):
+        pool.submit(jobs.add, 1, 2, timeout=0)
+
+
+def test_tools_run_fresh_in_a_worker_and_fail_as_tool_errors(pool):
+    assert pool.run_tool(jobs.Multiply, {"a": 6, "b": 7}) == 42
+    assert pool.submit_tool("tests.parallel_jobs:Multiply", {"a": 2, "b": 3}).result(10) == 6
+    with pytest.raises(ToolError) as info:
+        pool.run_tool(jobs.Multiply, {"a": -1, "b": 2})
+    assert str(info.value) == "Tool 'tests.parallel_jobs:Multiply' failed in worker: negative input"
+    assert info.value.retryable is True
+    assert "negative input" in info.value.remote_traceback
+    with pytest.raises(RactorBoundaryError, match=r"Cannot make value shareable at args\['io'\]: _io.StringIO"):
+        pool.run_tool(jobs.Multiply, {"io": io.StringIO()})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"start_method": "fork"}, ConfigurationError),
+        ({"start_method": "threads"}, ConfigurationError),
+        ({"size": 0}, ConfigurationError),
+        ({"size": True}, ConfigurationError),
+        ({"max_tasks_per_child": 0}, ConfigurationError),
+        ({"backend": "gpu"}, ConfigurationError),
+        ({"backend": "ray"}, DependencyError),
+    ],
+)
+def test_bad_pool_options_are_configuration_errors(kwargs, error):
+    with pytest.raises(error):
+        WorkerPool(**kwargs)
+
+
+# -- the worker environment ------------------------------------------------------------------
+
+
+def test_workers_get_the_parent_sys_path_and_no_litellm(pool):
+    state = pool.submit(jobs.worker_state).result(10)
+    assert state["path"] == sys.path
+    assert state["litellm"] is False
+    assert state["cost_map"] == "True"
+    assert state["pid"] in pool.worker_pids and state["pid"] != os.getpid()
+
+
+def test_worker_log_records_reach_the_parent_handlers(pool, caplog):
+    with caplog.at_level(logging.WARNING, logger="tests.worker"):
+        assert pool.submit(jobs.log_warning, "hello from a worker").result(10) == "logged"
+        deadline = time.monotonic() + 5
+        while not caplog.records and time.monotonic() < deadline:
+            time.sleep(0.01)  # the record travels just ahead of the result; allow for scheduling
+    record = next(r for r in caplog.records if r.name == "tests.worker")
+    assert record.getMessage() == "hello from a worker"
+    assert record.levelno == logging.WARNING
+    assert record.process in pool.worker_pids
+
+
+def test_initializer_runs_in_every_worker():
+    with WorkerPool(size=2, initializer=jobs.set_flag, initargs=("set",)) as flagged:
+        assert {flagged.submit(jobs.read_flag).result(10) for _ in range(4)} == {"set"}
+
+
+def test_a_failing_initializer_breaks_the_pool_with_its_traceback():
+    with WorkerPool(size=1, initializer=jobs.fail_init) as broken:
+        future = broken.submit(jobs.add, 1, 1)
+        with pytest.raises(Error, match=r"(?s)initializer failed.*initializer refused"):
+            future.result(30)
+        with pytest.raises(Error, match="initializer failed"):
+            broken.submit(jobs.add, 1, 1)
+
+
+def test_max_tasks_per_child_replaces_workers():
+    with WorkerPool(size=1, max_tasks_per_child=2) as recycled:
+        pids = [recycled.submit(jobs.pid).result(10) for _ in range(6)]
+        old = pids[:4]
+    assert [pids.count(p) for p in dict.fromkeys(pids)] == [2, 2, 2]
+    assert gone(old)
+
+
+# -- supervision ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("job", "cause"),
+    [(jobs.kill_self, "signal SIGKILL"), (jobs.segfault, "signal SIGSEGV"), (jobs.exit_now, "exit code 3")],
+)
+def test_a_dying_worker_fails_only_its_job_and_is_replaced(job, cause):
+    with WorkerPool(size=2) as supervised:
+        assert supervised.wait_until_ready(30)
+        before = set(supervised.worker_pids)
+        with pytest.raises(WorkerCrashed, match=cause) as info:
+            supervised.submit(job).result(30)
+        assert job.__name__ in str(info.value)
+        assert supervised.submit(jobs.add, 1, 2).result(30) == 3
+        after = set(supervised.worker_pids)
+        assert len(after) == 2 and len(before - after) == 1
+        assert gone(list(before - after))
+
+
+def test_a_kill_while_other_jobs_are_in_flight_fails_only_the_killed_job(tmp_path):
+    pidfile = tmp_path / "pid"
+    with WorkerPool(size=2) as supervised:
+        victim_job = supervised.submit(jobs.sleep_with_pidfile, str(pidfile), 30)
+        others = [supervised.submit(jobs.sleep, 0.01) for _ in range(40)]
+        deadline = time.monotonic() + 30
+        while not pidfile.exists() or not pidfile.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        victim = int(pidfile.read_text())
+        os.kill(victim, 9)
+        with pytest.raises(WorkerCrashed, match=f"pid {victim} died with signal SIGKILL"):
+            victim_job.result(30)
+        assert [f.result(30) for f in others] == [0.01] * 40
+        assert victim not in supervised.worker_pids
+        assert gone([victim])
+
+
+def test_a_crash_mid_batch_requeues_the_jobs_queued_behind_it():
+    with WorkerPool(size=2) as supervised:
+        futures = [supervised.submit(jobs.add, i, 0) for i in range(20)]
+        futures.insert(10, supervised.submit(jobs.kill_self))
+        futures += [supervised.submit(jobs.add, i, 0) for i in range(20, 40)]
+        outcomes = []
+        for f in futures:
+            try:
+                outcomes.append(f.result(30))
+            except WorkerCrashed:
+                outcomes.append("crashed")
+        assert outcomes.count("crashed") == 1
+        assert [o for o in outcomes if o != "crashed"] == list(range(40))
+
+
+def test_one_hundred_consecutive_crashes_and_the_pool_still_serves():
+    with WorkerPool(size=2) as supervised:
+        crashes = [supervised.submit(jobs.exit_now, 1) for _ in range(100)]
+        for f in crashes:
+            with pytest.raises(WorkerCrashed, match="exit code 1"):
+                f.result(60)
+        assert list(supervised.map(jobs.add, range(10), range(10))) == [2 * i for i in range(10)]
+        assert len(supervised.worker_pids) == 2
+
+
+def test_a_job_past_its_timeout_raises_and_its_worker_is_replaced():
+    with WorkerPool(size=1) as supervised:
+        old = supervised.submit(jobs.pid).result(30)
+        started = time.monotonic()
+        with pytest.raises(JobTimeout, match=r"timeout of 0\.3 s") as info:
+            supervised.submit(jobs.sleep, 30, timeout=0.3).result(30)
+        assert isinstance(info.value, TimeoutError)
+        assert time.monotonic() - started < 5
+        assert gone([old])
+        assert supervised.submit(jobs.pid).result(30) != old
+        assert supervised.submit(jobs.sleep, 0.05, timeout=5).result(30) == 0.05
+
+
+# -- Ctrl-C and parent death: no orphan, no zombie --------------------------------------------
+
+
+def start_owner(mode: str) -> tuple[subprocess.Popen, list[int]]:
+    owner = subprocess.Popen(
+        [sys.executable, "-m", "tests.pool_owner", mode],
+        cwd=Path(__file__).resolve().parent.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    assert owner.stdout.readline().strip() == "ready", owner.stderr.read()
+    descendants = [p.pid for p in psutil.Process(owner.pid).children(recursive=True)]
+    assert len(descendants) >= 2  # the two workers (and the forkserver)
+    return owner, descendants
+
+
+@pytest.mark.parametrize("mode", ["with", "bare"])
+def test_ctrl_c_in_the_parent_ends_every_worker(mode):
+    owner, descendants = start_owner(mode)
+    os.killpg(owner.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole group
+    assert owner.wait(30) != 0
+    assert "KeyboardInterrupt" in owner.stderr.read()
+    assert gone(descendants), f"left behind: {descendants}"
+
+
+def test_workers_exit_by_themselves_when_the_parent_dies():
+    owner, descendants = start_owner("with")
+    owner.kill()  # SIGKILL: no cleanup code runs in the parent
+    owner.wait(30)
+    assert gone(descendants), f"left behind: {descendants}"
