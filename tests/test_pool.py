@@ -139,7 +139,7 @@ def test_shutdown_cancel_futures_cancels_only_what_has_not_started():
 def test_shutdown_without_cancel_finishes_queued_jobs_and_reaps_workers():
     one = WorkerPool(size=2)
     futures = [one.submit(jobs.sleep, 0.05) for _ in range(6)]
-    pids = one.worker_pids
+    pids = one.worker_ids
     one.shutdown(wait=True)
     assert all(f.result() == 0.05 for f in futures)
     assert gone(pids)
@@ -225,7 +225,7 @@ def test_workers_get_the_parent_sys_path_and_no_litellm(pool):
     assert state["path"] == sys.path
     assert state["litellm"] is False
     assert state["cost_map"] == "True"
-    assert state["pid"] in pool.worker_pids and state["pid"] != os.getpid()
+    assert state["pid"] in pool.worker_ids and state["pid"] != os.getpid()
 
 
 def test_worker_log_records_reach_the_parent_handlers(pool, caplog):
@@ -237,7 +237,7 @@ def test_worker_log_records_reach_the_parent_handlers(pool, caplog):
     record = next(r for r in caplog.records if r.name == "tests.worker")
     assert record.getMessage() == "hello from a worker"
     assert record.levelno == logging.WARNING
-    assert record.process in pool.worker_pids
+    assert record.process in pool.worker_ids
 
 
 def test_initializer_runs_in_every_worker():
@@ -272,12 +272,12 @@ def test_max_tasks_per_child_replaces_workers():
 def test_a_dying_worker_fails_only_its_job_and_is_replaced(job, cause):
     with WorkerPool(size=2) as supervised:
         assert supervised.wait_until_ready(30)
-        before = set(supervised.worker_pids)
+        before = set(supervised.worker_ids)
         with pytest.raises(WorkerCrashed, match=cause) as info:
             supervised.submit(job).result(30)
         assert job.__name__ in str(info.value)
         assert supervised.submit(jobs.add, 1, 2).result(30) == 3
-        after = set(supervised.worker_pids)
+        after = set(supervised.worker_ids)
         assert len(after) == 2 and len(before - after) == 1
         assert gone(list(before - after))
 
@@ -296,7 +296,7 @@ def test_a_kill_while_other_jobs_are_in_flight_fails_only_the_killed_job(tmp_pat
         with pytest.raises(WorkerCrashed, match=f"pid {victim} died with signal SIGKILL"):
             victim_job.result(30)
         assert [f.result(30) for f in others] == [0.01] * 40
-        assert victim not in supervised.worker_pids
+        assert victim not in supervised.worker_ids
         assert gone([victim])
 
 
@@ -322,7 +322,7 @@ def test_one_hundred_consecutive_crashes_and_the_pool_still_serves():
             with pytest.raises(WorkerCrashed, match="exit code 1"):
                 f.result(60)
         assert list(supervised.map(jobs.add, range(10), range(10))) == [2 * i for i in range(10)]
-        assert len(supervised.worker_pids) == 2
+        assert len(supervised.worker_ids) == 2
 
 
 def test_a_job_past_its_timeout_raises_and_its_worker_is_replaced():

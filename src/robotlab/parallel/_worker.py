@@ -1,33 +1,72 @@
-"""The worker side of the process pool: receive a job frame, run it, send back a result frame.
+"""The worker side of WorkerPool: receive a job frame, run it, send back a result frame.
 
-Imports only the standard library and robotlab's worker-side modules, so an
-idle worker stays small; litellm, pydantic and the rest load only if a job
-imports them. Messages to the parent are tuples:
+Runs inside worker processes and inside subinterpreters, so it imports only the
+standard library and robotlab's worker-side modules (no pydantic, msgspec or
+litellm; a job may import them itself). Messages to the parent are tuples:
 
-- ``("ready", pid)`` once, after the initializer ran;
-- ``("init_error", traceback_text)`` if the initializer raised (then exit);
+- ``("ready", ident)`` once, after the initializer ran;
+- ``("init_error", traceback_text)`` if the initializer raised (then the worker ends);
 - ``("ok", job_id, result)`` / ``("err", job_id, exception_frame, type_name, message, traceback_text)``;
-- ``("log", record_dict)`` for every log record at or above the parent's level.
+- ``("log", record_fields)`` for every log record at or above the parent's level.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import signal
+import re
+import struct
 import sys
 import threading
 import traceback
 from collections.abc import Callable
-from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import Any, Protocol
 
-from robotlab.errors import ToolError, WireError
+from robotlab.errors import DependencyError, ToolError, WireError
 from robotlab.parallel import wire
 from robotlab.parallel.boundary import resolve
 
 _RECORD_FIELDS = ("name", "levelno", "levelname", "pathname", "filename", "module", "lineno", "funcName",
                   "created", "msecs", "thread", "threadName", "process", "processName")
+_REFUSED = re.compile(r"module (\S+) does not support loading in subinterpreters")
+
+
+class Channel(Protocol):
+    def send_bytes(self, data: bytes) -> None: ...
+    def recv_bytes(self) -> bytes: ...
+
+
+class _FdChannel:
+    """``multiprocessing.connection.Connection``'s framing over a raw socket fd.
+
+    multiprocessing.connection itself may not load in a subinterpreter; the
+    parent reads and writes this fd's peer with a real Connection.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def _read(self, size: int) -> bytes:
+        chunks, left = [], size
+        while left:
+            chunk = os.read(self._fd, left)
+            if not chunk:
+                raise EOFError("the pool closed the channel")
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def recv_bytes(self) -> bytes:
+        (size,) = struct.unpack("!i", self._read(4))
+        if size == -1:
+            (size,) = struct.unpack("!Q", self._read(8))
+        return self._read(size)
+
+    def send_bytes(self, data: bytes) -> None:
+        header = struct.pack("!i", len(data)) if len(data) <= 0x7FFFFFFF else struct.pack("!iQ", -1, len(data))
+        view = memoryview(header + data)
+        while view:
+            view = view[os.write(self._fd, view):]
 
 
 class _ParentLogHandler(logging.Handler):
@@ -48,12 +87,6 @@ class _ParentLogHandler(logging.Handler):
             self.handleError(record)
 
 
-def _exit_with_parent(alive: Connection) -> None:
-    """Only the parent holds the write end of *alive*: EOF means the parent is gone."""
-    wait([alive])
-    os._exit(0)
-
-
 _resolved: dict[str, Any] = {}
 
 
@@ -72,55 +105,92 @@ def _run(kind: str, target: str, args: tuple, kwargs: dict) -> Any:
                         retryable=bool(getattr(exc, "retryable", False))) from exc
 
 
-def _error_message(job_id: int, exc: BaseException) -> tuple:
+def _refused_import(exc: BaseException) -> DependencyError | None:
+    """A DependencyError naming the module if *exc* is a subinterpreter import refusal."""
+    for error in (exc, exc.__cause__, exc.__context__):
+        match = _REFUSED.search(str(error)) if isinstance(error, ImportError) else None
+        if match:
+            return DependencyError(f"{match.group(1)} cannot be imported in a subinterpreter (it does not support "
+                                   "isolated interpreters); run this job with backend='process'")
+    return None
+
+
+def _error_reply(job_id: int, exc: BaseException) -> bytes:
+    exc = _refused_import(exc) or exc
     try:
-        frame = wire.encode(exc)
+        frame = _encode(exc)
     except Exception:
         frame = None  # the parent rebuilds a robotlab Error from the name and message
     name = f"{type(exc).__module__}.{type(exc).__qualname__}"
-    return ("err", job_id, frame, name, str(exc), traceback.format_exc())
+    return _encode(("err", job_id, frame, name, str(exc), traceback.format_exc()))
 
 
-def main(conn: Connection, alive: Connection, sys_path: list[str], log_level: int,
-         initializer: str | None, initargs: tuple) -> None:
-    """The worker process's entry point (the ``Process`` target)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    sys.path[:] = sys_path
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    threading.Thread(target=_exit_with_parent, args=(alive,), daemon=True, name="robotlab-parent-watch").start()
+def _encode(message: Any) -> bytes:
+    # Every message is a tuple, which pickle carries with its types; and msgspec,
+    # which refuses subinterpreters, is never loaded here.
+    return wire.encode(message, msgpack=False)
+
+
+def serve(channel: Channel, ident: int, log_level: int, initializer: str | None, initargs: tuple) -> None:
+    """The worker loop: until the parent sends ``None`` or closes the channel."""
     send_lock = threading.Lock()
 
     def send_frame(frame: bytes) -> None:
         with send_lock:  # log records may come from the job's own threads
-            conn.send_bytes(frame)
-
-    def send(message: Any) -> None:
-        send_frame(wire.encode(message))
+            channel.send_bytes(frame)
 
     root = logging.getLogger()
-    root.handlers[:] = [_ParentLogHandler(send)]
+    root.handlers[:] = [_ParentLogHandler(lambda message: send_frame(_encode(message)))]
     root.setLevel(log_level)
     if initializer is not None:
         try:
             resolve(initializer)(*initargs)
         except BaseException:
-            send(("init_error", traceback.format_exc()))
-            sys.exit(1)
-    send(("ready", os.getpid()))
+            send_frame(_encode(("init_error", traceback.format_exc())))
+            return
+    send_frame(_encode(("ready", ident)))
     while True:
         try:
-            job = wire.decode(conn.recv_bytes())
+            job = wire.decode(channel.recv_bytes())
         except (EOFError, OSError):
-            return  # the parent closed the pipe
+            return  # the parent closed the channel
         if job is None:
             return  # orderly stop
         job_id, kind, target, args, kwargs = job
         try:
             result = _run(kind, target, args, kwargs)
             try:
-                reply = wire.encode(("ok", job_id, result))
+                reply = _encode(("ok", job_id, result))
             except WireError as exc:
                 raise WireError(f"the result of {target} cannot be sent back to the parent: {exc}") from exc
         except BaseException as exc:
-            reply = wire.encode(_error_message(job_id, exc))
-        send_frame(reply)
+            reply = _error_reply(job_id, exc)
+        try:
+            send_frame(reply)
+        except OSError:
+            return  # the parent gave up on this worker (a timeout) or is gone
+
+
+def _exit_with_parent(alive: Any) -> None:
+    """Only the parent holds the write end of *alive*: EOF means the parent is gone."""
+    from multiprocessing.connection import wait
+
+    wait([alive])
+    os._exit(0)
+
+
+def process_main(conn: Any, alive: Any, sys_path: list[str], log_level: int,
+                 initializer: str | None, initargs: tuple) -> None:
+    """Entry point of a worker process (the ``multiprocessing.Process`` target)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    sys.path[:] = sys_path
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    threading.Thread(target=_exit_with_parent, args=(alive,), daemon=True, name="robotlab-parent-watch").start()
+    serve(conn, os.getpid(), log_level, initializer, initargs)
+
+
+def interpreter_main(fd: int, ident: int, log_level: int, initializer: str | None, initargs_frame: bytes) -> None:
+    """Entry point inside a subinterpreter; the socket *fd* is owned (and closed) by the parent."""
+    serve(_FdChannel(fd), ident, log_level, initializer, wire.decode(initargs_frame))

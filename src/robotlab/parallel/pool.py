@@ -1,4 +1,4 @@
-"""WorkerPool: a supervised ``concurrent.futures.Executor`` over worker processes.
+"""WorkerPool: a supervised ``concurrent.futures.Executor`` over worker processes or subinterpreters.
 
 Example:
     >>> from robotlab.parallel import WorkerPool
@@ -8,18 +8,17 @@ Example:
 
 Unlike ``ProcessPoolExecutor``, a worker that dies fails only the job it was
 running (``WorkerCrashed`` with the exit code or signal) and is replaced; a job
-past its ``timeout`` raises ``JobTimeout`` and its worker is killed and
-replaced. Arguments are frozen and encoded in the caller's thread, so a value
-that cannot cross raises from ``submit`` itself.
+past its ``timeout`` raises ``JobTimeout`` and its worker is replaced.
+Arguments are frozen and encoded in the caller's thread, so a value that
+cannot cross raises from ``submit`` itself.
 
-How it works: each worker has one duplex pipe. A job goes straight down the
-pipe of an idle worker from the submitting thread; otherwise it waits in a
-queue. One supervisor thread waits, in a single
-``multiprocessing.connection.wait``, on every pipe, every worker's process
-sentinel and a wake-up pipe: it reads results, hands queued jobs to freed
-workers, replaces dead ones and enforces timeouts. Workers also hold the read
-end of an "alive" pipe whose only writer is this process, so they exit by
-themselves if the parent dies, even mid-job.
+How it works: a backend (``process_backend``, ``subinterpreter_backend``)
+starts workers; each has one duplex pipe and a sentinel that becomes readable
+when it stops. A job goes straight down the pipe of a free worker from the
+submitting thread, else it waits in a queue. One supervisor thread waits, with
+one persistent selector, on every pipe, every sentinel and a wake-up pipe: it
+reads results, hands queued jobs to freed workers, replaces stopped ones and
+enforces timeouts.
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ import math
 import multiprocessing
 import os
 import selectors
-import signal
 import sys
 import threading
 import time
@@ -46,6 +44,8 @@ from typing import Any
 from robotlab.errors import ConfigurationError, DependencyError, Error, JobTimeout, WireError, WorkerCrashed
 from robotlab.parallel import wire
 from robotlab.parallel.boundary import freeze_deep, import_path
+from robotlab.parallel.process_backend import ProcessBackend
+from robotlab.parallel.subinterpreter_backend import SubinterpreterBackend
 
 __all__ = ["BACKENDS", "RemoteTraceback", "WorkerPool"]
 
@@ -53,6 +53,7 @@ BACKENDS = ("process", "thread", "subinterpreter", "ray")
 # A worker that dies this many times in a row before becoming ready marks the pool broken
 # (a crashing import or interpreter start would otherwise respawn forever).
 _MAX_START_FAILURES = 3
+logger = logging.getLogger("robotlab.parallel")
 # Jobs in flight per worker: while it runs one, the next already waits in its pipe,
 # so a worker never idles for a round trip through the supervisor.
 _PIPELINE = 2
@@ -78,20 +79,10 @@ class _Job:
 
 @dataclass(eq=False)
 class _Worker:
-    process: Any
-    conn: Any
+    handle: Any  # a ProcessWorker or an InterpreterWorker
     ready: bool = False
     jobs: collections.deque[_Job] = field(default_factory=collections.deque)  # jobs[0] is running
     jobs_done: int = 0
-
-
-def _death_cause(exitcode: int | None) -> str:
-    if exitcode is not None and exitcode < 0:
-        try:
-            return f"signal {signal.Signals(-exitcode).name}"
-        except ValueError:
-            return f"signal {-exitcode}"
-    return f"exit code {exitcode}"
 
 
 def _rebuild_error(frame: bytes | None, type_name: str, message: str, tb_text: str) -> BaseException:
@@ -151,24 +142,15 @@ class WorkerPool(Executor):
     ) -> None:
         if backend not in BACKENDS:
             raise ConfigurationError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
-        if backend != "process":
-            raise DependencyError(f"backend={backend!r} is not available in this version of robotlab; "
-                                  "use backend='process'")
-        if start_method == "fork":
-            raise ConfigurationError("start_method='fork' is not allowed: a forked child inherits the locks of "
-                                     "litellm's and httpx's threads in an unknown state; use 'forkserver' or 'spawn'")
-        if start_method not in (None, "forkserver", "spawn"):
-            raise ConfigurationError(f"start_method must be 'forkserver' or 'spawn'; got {start_method!r}")
         if size == "auto":
             size = os.cpu_count() or 1
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise ConfigurationError(f"size must be 'auto' or an integer >= 1; got {size!r}")
         if max_tasks_per_child is not None and (not isinstance(max_tasks_per_child, int) or max_tasks_per_child < 1):
             raise ConfigurationError(f"max_tasks_per_child must be an integer >= 1; got {max_tasks_per_child!r}")
-        method = start_method or ("forkserver" if sys.platform.startswith("linux") else "spawn")
         self.size: int = size
         self.backend: str = backend
-        self._ctx = multiprocessing.get_context(method)
+        self._backend = _make_backend(backend, start_method)
         self._max_tasks = max_tasks_per_child
         self._paths: dict[Any, str] = {}
         self._initializer = None if initializer is None else self._path(initializer)
@@ -177,14 +159,14 @@ class WorkerPool(Executor):
         self._lock = threading.Lock()
         self._pending: collections.deque[_Job] = collections.deque()
         self._workers: list[_Worker] = []
-        self._retiring: list[Any] = []  # processes told to stop, joined once their sentinel fires
+        self._retiring: list[Any] = []  # workers told to stop, joined once their sentinel fires
+        self._abandoned: list[Any] = []  # timed-out interpreters that cannot be stopped (see _expire)
         self._start_failures = 0
         self._broken: str | None = None
         self._shutdown = False
         self._all_ready = threading.Event()
         self._stopped = threading.Event()
         self._wake_r, self._wake_w = multiprocessing.Pipe(duplex=False)
-        self._alive_r, self._alive_w = self._ctx.Pipe(duplex=False)
         # One persistent selector over every pipe and process sentinel (cheaper than
         # building one per wake-up, as multiprocessing.connection.wait does).
         self._selector = selectors.DefaultSelector()
@@ -276,8 +258,7 @@ class WorkerPool(Executor):
             running = [job for worker in self._workers for job in worker.jobs]
             for worker in self._workers:
                 worker.jobs.clear()
-                with contextlib.suppress(OSError):
-                    worker.process.kill()
+                worker.handle.kill()
         for job in cancelled:
             job.future.cancel()
         for job in running:
@@ -298,10 +279,10 @@ class WorkerPool(Executor):
         return self._all_ready.wait(timeout)
 
     @property
-    def worker_pids(self) -> list[int]:
-        """PIDs of the current worker processes."""
+    def worker_ids(self) -> list[int]:
+        """PIDs of the current worker processes, or ids of the current worker interpreters."""
         with self._lock:
-            return [w.process.pid for w in self._workers if w.process.pid is not None]
+            return [w.handle.ident for w in self._workers]
 
     # -- submitting ----------------------------------------------------------------
 
@@ -311,8 +292,10 @@ class WorkerPool(Executor):
         except (KeyError, TypeError):
             pass
         main = sys.modules.get("__main__")
-        # spawn and forkserver workers import the main script as __main__ when it is a file.
-        path = import_path(fn, main_importable=getattr(main, "__file__", None) is not None)
+        # spawn and forkserver workers import the main script as __main__ when it is a file;
+        # a subinterpreter's __main__ is its own, empty one.
+        main_importable = self.backend == "process" and getattr(main, "__file__", None) is not None
+        path = import_path(fn, main_importable=main_importable)
         with contextlib.suppress(TypeError):
             self._paths[fn] = path
         return path
@@ -375,7 +358,7 @@ class WorkerPool(Executor):
             job.deadline = time.monotonic() + job.timeout
         worker.jobs.append(job)
         with contextlib.suppress(OSError):  # it died: its sentinel fails the job as crashed
-            worker.conn.send_bytes(job.frame)
+            worker.handle.conn.send_bytes(job.frame)
 
     def _fill(self, worker: _Worker) -> None:
         """Hand queued jobs, in order, to *worker* while it can take them."""
@@ -395,30 +378,18 @@ class WorkerPool(Executor):
         return jobs
 
     def _spawn(self) -> _Worker:
-        from robotlab.parallel import _worker
-
-        parent_conn, child_conn = self._ctx.Pipe(duplex=True)
-        process = self._ctx.Process(
-            target=_worker.main,
-            args=(child_conn, self._alive_r, list(sys.path), logging.getLogger().getEffectiveLevel(),
-                  self._initializer, self._initargs),
-            daemon=True,
-            name="robotlab-worker",
-        )
-        process.start()
-        child_conn.close()
-        worker = _Worker(process, parent_conn)
-        self._selector.register(parent_conn, selectors.EVENT_READ, ("message", worker))
-        self._selector.register(process.sentinel, selectors.EVENT_READ, ("death", worker))
+        worker = _Worker(self._backend.start(self._initializer, self._initargs))
+        self._selector.register(worker.handle.conn, selectors.EVENT_READ, ("message", worker))
+        self._selector.register(worker.handle.sentinel, selectors.EVENT_READ, ("death", worker))
         return worker
 
     def _forget(self, worker: _Worker) -> None:
-        """Stop watching a worker that has stopped or been killed and close its pipe."""
-        for watched in (worker.conn, worker.process.sentinel):
+        """Stop watching *worker* and close the pool's end of its pipe (which a live worker reads as EOF)."""
+        for watched in (worker.handle.conn, worker.handle.sentinel):
             with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(watched)
         with contextlib.suppress(OSError):
-            worker.conn.close()
+            worker.handle.conn.close()
 
     def _replace(self, worker: _Worker) -> None:
         """Drop a finished or dead worker and, unless shutting down, start its successor."""
@@ -435,16 +406,16 @@ class WorkerPool(Executor):
                 if job.running or job.future.set_running_or_notify_cancel()]
 
     def _on_death(self, worker: _Worker) -> list[tuple[Future, BaseException]]:
-        worker.process.join()
-        cause = _death_cause(worker.process.exitcode)
+        worker.handle.join()
+        cause = worker.handle.death_cause()
         settled: list[tuple[Future, BaseException]] = []
         jobs, worker.jobs = worker.jobs, collections.deque()
         if jobs:
             job = jobs.popleft()
             self._pending.extendleft(reversed(jobs))  # never started: another worker runs them
-            error = WorkerCrashed(f"Worker pid {worker.process.pid} died with {cause} while running {job.target}; "
+            error = WorkerCrashed(f"Worker {worker.handle.label} died with {cause} while running {job.target}; "
                                   "the job was not completed and the worker was replaced")
-            error.exitcode = worker.process.exitcode  # type: ignore[attr-defined]
+            error.exitcode = worker.handle.exitcode  # type: ignore[attr-defined]
             settled.append((job.future, error))
         if not worker.ready and self._broken is None:
             self._start_failures += 1
@@ -452,6 +423,7 @@ class WorkerPool(Executor):
                 settled += self._fail_all(f"WorkerPool is broken: {self._start_failures} workers in a row died "
                                           f"before they were ready (last: {cause})")
         self._replace(worker)
+        worker.handle.release()
         self._fill_all()
         return settled
 
@@ -480,10 +452,10 @@ class WorkerPool(Executor):
             settled.append((job.future, outcome))
         if self._max_tasks is not None and worker.jobs_done >= self._max_tasks:
             with contextlib.suppress(OSError):
-                worker.conn.send_bytes(wire.encode(None))
-            self._retiring.append(worker.process)
+                worker.handle.conn.send_bytes(wire.encode(None))
             self._replace(worker)
-            self._selector.register(worker.process.sentinel, selectors.EVENT_READ, ("retired", worker.process))
+            self._retiring.append(worker.handle)
+            self._selector.register(worker.handle.sentinel, selectors.EVENT_READ, ("retired", worker.handle))
         else:
             self._fill(worker)
         return settled
@@ -500,12 +472,21 @@ class WorkerPool(Executor):
             worker.jobs.popleft()
             self._pending.extendleft(reversed(worker.jobs))  # queued behind it, never started
             worker.jobs.clear()
-            worker.process.kill()
-            worker.process.join()
+            handle = worker.handle
+            if self._backend.can_kill:
+                handle.kill()
+                handle.join()
+                fate = "was stopped and replaced"
+            else:
+                # A running interpreter cannot be stopped: drop it (its next send fails and
+                # its loop ends once the job returns) and join it at shutdown.
+                self._abandoned.append(handle)
+                fate = "was abandoned (a running interpreter cannot be stopped) and replaced"
             settled.append((job.future, JobTimeout(
-                f"{job.target} ran past its timeout of {job.timeout} s; "
-                f"worker pid {worker.process.pid} was stopped and replaced")))
+                f"{job.target} ran past its timeout of {job.timeout} s; worker {handle.label} {fate}")))
             self._replace(worker)
+            if self._backend.can_kill:
+                handle.release()
             self._fill_all()
         return settled, nearest
 
@@ -549,6 +530,7 @@ class WorkerPool(Executor):
                         elif what == "retired":
                             self._selector.unregister(key.fileobj)
                             subject.join()
+                            subject.release()
                             self._retiring.remove(subject)
                 self._settle(settled)
         except BaseException as exc:  # a supervisor bug must not leave futures hanging forever
@@ -564,8 +546,8 @@ class WorkerPool(Executor):
         """Handle every complete message waiting on *worker*'s pipe."""
         settled: list[tuple[Future, Any]] = []
         try:
-            while worker in self._workers and worker.conn.poll():
-                frame = worker.conn.recv_bytes()
+            while worker in self._workers and worker.handle.conn.poll():
+                frame = worker.handle.conn.recv_bytes()
                 try:
                     message = wire.decode(frame)
                 except WireError as exc:  # fail the job, keep the pool
@@ -578,25 +560,43 @@ class WorkerPool(Executor):
         return settled
 
     def _stop_workers(self) -> None:
-        """Tell every worker to stop, give each two seconds, then kill; reap all (no zombies)."""
+        """Tell every worker to stop, give them two seconds, then kill; reap all (no zombies)."""
         with self._lock:
             workers, self._workers = self._workers, []
-            retiring, self._retiring = self._retiring, []
+            handles = [w.handle for w in workers] + self._retiring + self._abandoned
+            self._retiring, self._abandoned = [], []
         for worker in workers:
             with contextlib.suppress(OSError):
-                worker.conn.send_bytes(wire.encode(None))
+                worker.handle.conn.send_bytes(wire.encode(None))
         deadline = time.monotonic() + 2
-        for process in [w.process for w in workers] + retiring:
-            process.join(max(0.0, deadline - time.monotonic()))
-            if process.is_alive():
-                process.kill()
-                process.join()
+        for handle in handles:
+            handle.join(max(0.0, deadline - time.monotonic()))
+            if handle.is_alive() and self._backend.can_kill:
+                handle.kill()
+                handle.join()
         for worker in workers:
-            with contextlib.suppress(OSError):
-                worker.conn.close()
+            self._forget(worker)
+        for handle in handles:
+            if handle.is_alive():  # an interpreter still inside a job; its thread is a daemon
+                logger.warning("worker %s is still running a job at shutdown and was left to finish", handle.label)
+            else:
+                handle.release()
         self._selector.close()
-        for conn in (self._alive_w, self._alive_r, self._wake_r, self._wake_w):
+        self._backend.close()
+        for conn in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 conn.close()
         self._stopped.set()
         _live_pools.discard(self)
+
+
+def _make_backend(name: str, start_method: str | None) -> Any:
+    if name == "process":
+        return ProcessBackend(start_method)
+    if start_method is not None:
+        raise ConfigurationError(f"start_method applies to backend='process' only; got {start_method!r} "
+                                 f"with backend={name!r}")
+    if name == "subinterpreter":
+        return SubinterpreterBackend()
+    raise DependencyError(f"backend={name!r} is not available in this version of robotlab; "
+                          "use backend='process' or 'subinterpreter'")

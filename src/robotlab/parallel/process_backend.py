@@ -1,0 +1,97 @@
+"""Process workers for WorkerPool (``backend="process"``): forkserver or spawn, never fork.
+
+Each worker is a ``multiprocessing`` process with one duplex pipe. Every
+worker also holds the read end of an "alive" pipe whose only writer is the
+pool's process, so workers exit by themselves when the parent dies, even in
+the middle of a job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import signal
+import sys
+from typing import Any
+
+from robotlab.errors import ConfigurationError
+
+__all__ = ["ProcessBackend", "ProcessWorker"]
+
+
+class ProcessWorker:
+    """The parent's handle on one worker process."""
+
+    def __init__(self, process: Any, conn: Any) -> None:
+        self.process = process
+        self.conn = conn  # the parent's end of the worker's pipe
+        self.sentinel = process.sentinel  # readable once the process has ended
+        self.ident: int = process.pid
+        self.label = f"pid {process.pid}"
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.process.kill()
+
+    def join(self, timeout: float | None = None) -> None:
+        self.process.join(timeout)
+
+    def is_alive(self) -> bool:
+        return self.process.is_alive()
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.process.exitcode
+
+    def release(self) -> None:
+        """Free the process's OS resources (after it was joined)."""
+        with contextlib.suppress(ValueError):
+            self.process.close()
+
+    def death_cause(self) -> str:
+        code = self.process.exitcode
+        if code is not None and code < 0:
+            try:
+                return f"signal {signal.Signals(-code).name}"
+            except ValueError:
+                return f"signal {-code}"
+        return f"exit code {code}"
+
+
+class ProcessBackend:
+    """Starts worker processes for one pool."""
+
+    name = "process"
+    # A process can be killed: a timed-out job's worker is stopped for sure.
+    can_kill = True
+
+    def __init__(self, start_method: str | None) -> None:
+        if start_method == "fork":
+            raise ConfigurationError("start_method='fork' is not allowed: a forked child inherits the locks of "
+                                     "litellm's and httpx's threads in an unknown state; use 'forkserver' or 'spawn'")
+        if start_method not in (None, "forkserver", "spawn"):
+            raise ConfigurationError(f"start_method must be 'forkserver' or 'spawn'; got {start_method!r}")
+        method = start_method or ("forkserver" if sys.platform.startswith("linux") else "spawn")
+        self._ctx = multiprocessing.get_context(method)
+        self._alive_r, self._alive_w = self._ctx.Pipe(duplex=False)
+
+    def start(self, initializer: str | None, initargs: tuple) -> ProcessWorker:
+        from robotlab.parallel import _worker
+
+        parent_conn, child_conn = self._ctx.Pipe(duplex=True)
+        process = self._ctx.Process(
+            target=_worker.process_main,
+            args=(child_conn, self._alive_r, list(sys.path), logging.getLogger().getEffectiveLevel(),
+                  initializer, initargs),
+            daemon=True,
+            name="robotlab-worker",
+        )
+        process.start()
+        child_conn.close()
+        return ProcessWorker(process, parent_conn)
+
+    def close(self) -> None:
+        for conn in (self._alive_w, self._alive_r):
+            with contextlib.suppress(OSError):
+                conn.close()
