@@ -1,7 +1,10 @@
 """Module-level jobs the benchmark workers import (this module is not itself a benchmark)."""
 
+from __future__ import annotations
 
-def noop(x=None):
+
+def noop(x: object = None) -> object:
+    """A trivial job: returns its argument."""
     return x
 
 

@@ -1,0 +1,96 @@
+"""The benchmarks run in quick mode and report complete figures. Timing targets are never asserted here."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from benchmarks import _report, boundary, fanout, overhead, startup
+
+RL, PPE, MP = "robotlab WorkerPool", "ProcessPoolExecutor", "multiprocessing.Pool"
+
+
+def numbers(value: object, path: str = "figures") -> Iterator[tuple[str, float]]:
+    """Every (path, number) in a nested figures dict; booleans are not numbers here."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from numbers(item, f"{path}[{key!r}]")
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield path, value
+
+
+@pytest.fixture(autouse=True)
+def _no_published_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Quick mode must write neither results JSON nor SVG: point both at a scratch folder and check it stays empty."""
+    monkeypatch.setattr(_report, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(_report, "IMAGES", tmp_path / "img")
+    yield
+    assert list(tmp_path.iterdir()) == []
+
+
+def check_figures(figures: dict, name: str, keys: set[str], target_names: set[str]) -> None:
+    assert figures["benchmark"] == name
+    assert figures["quick"] is True
+    assert keys <= figures.keys()
+    assert figures["targets"].keys() == target_names
+    for target in figures["targets"].values():
+        assert {"value", "op", "limit", "pass"} == target.keys()
+        assert isinstance(target["pass"], bool)
+    for path, value in numbers(figures):
+        assert math.isfinite(value) and value > 0, path
+
+
+def test_fanout_quick():
+    figures = fanout.main(quick=True)
+    check_figures(figures, "fanout", {"jobs", "burn_n", "median_s", "speedup_vs_serial",
+                                      "robotlab_speedup_over_ppe_speedup"},
+                  {"robotlab_speedup", "robotlab_vs_ppe_speedup"})
+    contenders = {"serial", "ThreadPoolExecutor", RL, PPE}
+    assert figures["median_s"].keys() == contenders == figures["speedup_vs_serial"].keys()
+    assert figures["speedup_vs_serial"]["serial"] == 1.0
+
+
+def test_overhead_quick():
+    figures = overhead.main(quick=True)
+    check_figures(figures, "overhead", {"round_trip_median_s", "batch_median_s", "map_median_s", "ratios",
+                                        "map_chunksize_robotlab"},
+                  {"round_trip", "batch", "map"})
+    assert figures["round_trip_median_s"].keys() == {RL, PPE, MP} == figures["batch_median_s"].keys()
+    chunksize = figures["map_chunksize_robotlab"]
+    assert figures["map_median_s"].keys() == {RL, MP, f"{PPE} (chunksize=1)", f"{PPE} (chunksize={chunksize})"}
+    assert figures["ratios"].keys() == {
+        "round_trip_robotlab_to_ppe", "round_trip_robotlab_to_mp_pool", "batch_robotlab_to_ppe",
+        "batch_robotlab_to_mp_pool", "map_robotlab_to_mp_pool", "map_robotlab_to_ppe_chunksize_1",
+        "map_robotlab_to_ppe_same_chunksize"}
+
+
+def test_boundary_quick():
+    figures = boundary.main(quick=True)
+    check_figures(figures, "boundary", {"sizes"}, {"freeze_vs_deepcopy_1kb", "freeze_vs_deepcopy_100kb"})
+    assert figures["sizes"].keys() == {"1 KB", "100 KB"}
+    for label, minimum in (("1 KB", 1_000), ("100 KB", 100_000)):
+        size = figures["sizes"][label]
+        assert size["json_bytes"] >= minimum
+        assert size["median_s"].keys() == {"freeze_deep", "copy.deepcopy", "pickle round trip"}
+        assert {"deepcopy_to_freeze_deep", "pickle_to_freeze_deep"} <= size.keys()
+
+
+def test_startup_quick():
+    figures = startup.main(quick=True)
+    check_figures(figures, "startup", {"startup_median_s", "ratios", "idle_worker_memory_mb"}, {"idle_worker_rss"})
+    assert figures["startup_median_s"].keys() == {startup.RL, startup.RL2, startup.PPE, startup.MP}
+    assert figures["ratios"].keys() == {"robotlab_ready_to_ppe", "robotlab_2_results_to_ppe",
+                                        "robotlab_ready_to_mp_pool"}
+    for memory in figures["idle_worker_memory_mb"].values():
+        assert memory["workers"] == 2
+        assert memory["uss_mb"] <= memory["rss_mb"]
+
+
+def test_quick_mode_from_environment(monkeypatch):
+    monkeypatch.setenv("ROBOTLAB_BENCH_QUICK", "1")
+    assert _report.quick_mode(None) is True
+    assert _report.quick_mode(False) is False
+    monkeypatch.setenv("ROBOTLAB_BENCH_QUICK", "0")
+    assert _report.quick_mode(None) is False
