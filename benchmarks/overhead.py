@@ -7,7 +7,8 @@ All pools: 2 workers, forkserver, started and warmed up before timing.
 (c) map: 10,000 jobs through each pool's ``map`` with its default chunksize, plus
     ProcessPoolExecutor with the chunksize robotlab picks (about four chunks per worker).
 
-Samples of (a) are taken in interleaved blocks; repetitions of (b) and (c) are
+Samples of (a) are taken in 40 interleaved blocks of 25 calls (latency here drifts between
+levels over seconds, so short blocks spread it over all pools); repetitions of (b) and (c) are
 interleaved with the order rotated. Reports medians and ratios.
 Run: ``python -m benchmarks.overhead``.
 """
@@ -47,7 +48,7 @@ def interleaved(contenders: dict[str, Callable[[], object]], repeats: int) -> di
 
 def main(quick: bool | None = None) -> dict:
     quick = quick_mode(quick)
-    round_trips, blocks, jobs, repeats = (60, 3, 200, 2) if quick else (1000, 10, 10_000, 7)
+    round_trips, blocks, jobs, repeats = (60, 3, 200, 2) if quick else (1000, 40, 10_000, 7)
     chunksize = max(1, math.ceil(jobs / (4 * WORKERS)))  # what WorkerPool.map and Pool.map pick by default
     ctx = multiprocessing.get_context("forkserver")
     robotlab, ppe, mp = WorkerPool(size=WORKERS), ProcessPoolExecutor(WORKERS, mp_context=ctx), ctx.Pool(WORKERS)
