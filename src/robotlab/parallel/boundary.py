@@ -151,6 +151,11 @@ def _freeze_plain(value: Any, depth: int) -> Any:
     if depth > _PLAIN_DEPTH:
         return _NOT_PLAIN
     if cls is tuple or cls is list:
+        for item in value:
+            if type(item) not in _SCALARS:
+                break
+        else:  # only scalars (the common case, and every map() argument column): no rebuild
+            return value if cls is tuple else tuple(value)
         items, changed = [], cls is list
         for item in value:
             frozen = item if type(item) in _SCALARS else _freeze_plain(item, depth + 1)

@@ -18,7 +18,9 @@ when it stops. A job goes straight down the pipe of a free worker from the
 submitting thread, else it waits in a queue. One supervisor thread waits, with
 one persistent selector, on every pipe, every sentinel and a wake-up pipe: it
 reads results, hands queued jobs to freed workers, replaces stopped ones and
-enforces timeouts.
+enforces timeouts. A thread blocked in ``future.result()`` reads the result
+from its worker's pipe itself (the supervisor stops watching that pipe
+meanwhile), so a round trip wakes one parent thread, not two.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import logging
 import math
 import multiprocessing
 import os
+import select
 import selectors
 import sys
 import threading
@@ -57,6 +60,12 @@ logger = logging.getLogger("robotlab.parallel")
 # Jobs in flight per worker: while it runs one, the next already waits in its pipe,
 # so a worker never idles for a round trip through the supervisor.
 _PIPELINE = 2
+# A caller reading its own result re-checks the pool this often: the pipe it waits on may have
+# been closed under it (an abandoned interpreter never writes, and poll() does not see a close).
+_READ_SLICE = 0.05
+# It first polls without sleeping for this long: a short job's result then arrives to a
+# thread that is still running, and waking a sleeping thread is what a round trip costs most.
+_SPIN = 0.0001
 
 
 class RemoteTraceback(Exception):
@@ -75,6 +84,29 @@ class _Job:
     timeout: float | None
     deadline: float | None = None
     running: bool = False  # its future is RUNNING (it was sent to a worker at least once)
+    worker: _Worker | None = None  # the one it was last sent to
+
+
+class _PoolFuture(Future):
+    """A Future whose ``result()`` reads the worker's pipe itself while the job runs.
+
+    The result then reaches the waiting thread directly, not through a wake-up of
+    the supervisor thread first: one thread hop less per round trip.
+    """
+
+    def __init__(self, pool: WorkerPool) -> None:
+        super().__init__()
+        self._pool: WorkerPool | None = pool
+        self._job: _Job | None = None
+
+    def result(self, timeout: float | None = None) -> Any:
+        pool, job = self._pool, self._job
+        if pool is not None and job is not None and not self.done():
+            end = None if timeout is None else time.monotonic() + timeout
+            pool._read_result(job, end)
+            if end is not None:
+                timeout = max(0.0, end - time.monotonic())
+        return super().result(timeout)
 
 
 @dataclass(eq=False)
@@ -83,6 +115,8 @@ class _Worker:
     ready: bool = False
     jobs: collections.deque[_Job] = field(default_factory=collections.deque)  # jobs[0] is running
     jobs_done: int = 0
+    reader: bool = False  # a caller is reading its pipe (see _PoolFuture); the supervisor is not
+    hung_up: bool = False  # its pipe reached EOF: it stopped, and its sentinel tells the supervisor
 
 
 def _rebuild_error(frame: bytes | None, type_name: str, message: str, tb_text: str) -> BaseException:
@@ -207,16 +241,19 @@ class WorkerPool(Executor):
         and is raised when iteration reaches it.
         """
         path = self._path(fn)
-        calls = list(zip(*iterables, strict=False))
+        # Freezing each iterable as one flat tuple is far cheaper than freezing every call's
+        # argument tuple, and tuples of frozen values are frozen: the chunks need no second pass.
+        columns = [freeze_deep(tuple(iterable), root=f"iterables[{i}]") for i, iterable in enumerate(iterables)]
+        calls = list(zip(*columns, strict=False))
         if chunksize is None:
             chunksize = max(1, math.ceil(len(calls) / (4 * self.size)))
         elif not isinstance(chunksize, int) or chunksize < 1:
             raise ConfigurationError(f"chunksize must be an integer >= 1; got {chunksize!r}")
         end = None if timeout is None else time.monotonic() + timeout
         if chunksize == 1:
-            futures = [self._submit("call", path, call, {}, None) for call in calls]
+            futures = [self._submit("call", path, call, {}, None, frozen=True) for call in calls]
         else:
-            futures = [self._submit("batch", path, tuple(calls[i:i + chunksize]), {}, None)
+            futures = [self._submit("batch", path, tuple(calls[i:i + chunksize]), {}, None, frozen=True)
                        for i in range(0, len(calls), chunksize)]
 
         def results() -> Iterator[Any]:
@@ -275,8 +312,15 @@ class WorkerPool(Executor):
             self.shutdown(wait=True)
 
     def wait_until_ready(self, timeout: float | None = None) -> bool:
-        """Block until every initial worker has started (and run the initializer); False on timeout."""
-        return self._all_ready.wait(timeout)
+        """Block until every initial worker has started (and run the initializer); False on timeout.
+
+        Raises ``robotlab.Error`` with the reason when the pool broke instead
+        (its workers keep dying at start, or the initializer failed).
+        """
+        ready = self._all_ready.wait(timeout)
+        if self._broken is not None:
+            raise Error(self._broken)
+        return ready
 
     @property
     def worker_ids(self) -> list[int]:
@@ -300,16 +344,18 @@ class WorkerPool(Executor):
             self._paths[fn] = path
         return path
 
-    def _submit(self, kind: str, target: str, args: tuple, kwargs: dict, timeout: float | None) -> Future:
+    def _submit(self, kind: str, target: str, args: tuple, kwargs: dict, timeout: float | None, *,
+                frozen: bool = False) -> Future:
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                     or timeout <= 0):
             raise ConfigurationError(f"timeout must be a positive number of seconds; got {timeout!r}")
         job_id = next(self._ids)
-        job_args = freeze_deep(args, root="args")
+        job_args = args if frozen else freeze_deep(args, root="args")
         # A tool's arguments are one dict, named "args" in errors as in the tool's own call.
         job_kwargs = dict(freeze_deep(kwargs, root="args" if kind == "tool" else "kwargs")) if kwargs else {}
         frame = wire.encode((job_id, kind, target, job_args, job_kwargs))
-        job = _Job(job_id, frame, Future(), target, timeout)
+        future = _PoolFuture(self)
+        job = future._job = _Job(job_id, frame, future, target, timeout)
         with self._lock:
             if self._broken is not None:
                 raise Error(self._broken)
@@ -327,6 +373,46 @@ class WorkerPool(Executor):
         if timeout is not None:
             self._wake()  # the supervisor must learn of the new deadline
         return job.future
+
+    def _read_result(self, job: _Job, end: float | None) -> None:
+        """Wait for *job* by reading its worker's pipe in this thread, while it is the only reader.
+
+        Returns as soon as the job is settled, or leaves the rest of the wait to
+        the future (and the supervisor) when the job is queued, moved, or another
+        thread already reads that worker.
+        """
+        poller = select.poll()
+        spin = _SPIN
+        while True:
+            with self._lock:
+                worker = job.worker
+                if (job.future.done() or worker is None or worker.reader or worker.hung_up
+                        or worker not in self._workers):
+                    return
+                conn = worker.handle.conn
+                worker.reader = True
+                self._selector.unregister(conn)
+            readable = False
+            try:
+                left = _READ_SLICE if end is None else min(_READ_SLICE, end - time.monotonic())
+                poller.register(conn.fileno(), select.POLLIN)
+                spin_end = time.perf_counter() + spin
+                spin = 0.0
+                while not readable and time.perf_counter() < spin_end:
+                    readable = bool(poller.poll(0))
+                readable = readable or (left > 0 and bool(poller.poll(left * 1000)))
+                poller.unregister(conn.fileno())
+            except (OSError, ValueError):  # its pipe was closed: the supervisor settles the job
+                pass
+            finally:
+                with self._lock:
+                    worker.reader = False
+                    settled = self._drain(worker) if readable else []
+                    if worker in self._workers:
+                        self._selector.register(conn, selectors.EVENT_READ, ("message", worker))
+            self._settle(settled)
+            if end is not None and time.monotonic() >= end:
+                return
 
     def _wake(self) -> None:
         with contextlib.suppress(OSError):
@@ -356,6 +442,7 @@ class WorkerPool(Executor):
         """Send *job* (already marked running) down *worker*'s pipe."""
         if job.timeout is not None:
             job.deadline = time.monotonic() + job.timeout
+        job.worker = worker
         worker.jobs.append(job)
         with contextlib.suppress(OSError):  # it died: its sentinel fails the job as crashed
             worker.handle.conn.send_bytes(job.frame)
@@ -402,6 +489,7 @@ class WorkerPool(Executor):
 
     def _fail_all(self, reason: str) -> list[tuple[Future, BaseException]]:
         self._broken = reason
+        self._all_ready.set()  # wakes wait_until_ready, which raises the reason
         return [(job.future, Error(reason)) for job in self._drain_pending()
                 if job.running or job.future.set_running_or_notify_cancel()]
 
@@ -556,7 +644,7 @@ class WorkerPool(Executor):
                     message = ("err", worker.jobs[0].id, None, "robotlab.errors.WireError", str(exc), "")
                 settled += self._on_message(worker, message)
         except (EOFError, OSError):
-            pass  # it died: its sentinel is ready too
+            worker.hung_up = True  # it died: its sentinel is ready too
         return settled
 
     def _stop_workers(self) -> None:
