@@ -27,6 +27,7 @@ _LAZY: dict[str, str] = {
     "resolve": "robotlab.parallel.boundary",
     "WorkerPool": "robotlab.parallel.pool",
     "RemoteTraceback": "robotlab.parallel.pool",
+    "memory": "robotlab.parallel.memory_proxy",
 }
 
 __all__ = ["JobTimeout", "RactorBoundaryError", "WireError", "WorkerCrashed", *_LAZY]

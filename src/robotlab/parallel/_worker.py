@@ -7,7 +7,11 @@ litellm; a job may import them itself). Messages to the parent are tuples:
 - ``("ready", ident)`` once, after the initializer ran;
 - ``("init_error", traceback_text)`` if the initializer raised (then the worker ends);
 - ``("ok", job_id, result)`` / ``("err", job_id, exception_frame, type_name, message, traceback_text)``;
-- ``("log", record_fields)`` for every log record at or above the parent's level.
+- ``("log", record_fields)`` for every log record at or above the parent's level;
+- ``("memory", memory_id, op, args)``: a request to the parent's Memory, answered
+  with ``("memory", ok, payload)`` (see ``memory_proxy``).
+
+A job frame is ``(job_id, kind, target, args, kwargs, memory_id)``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any, Protocol
 from robotlab.errors import DependencyError, ToolError, WireError
 from robotlab.parallel import wire
 from robotlab.parallel.boundary import resolve
+from robotlab.parallel.memory_proxy import MemoryLink, MemoryProxy, job_memory
 
 _RECORD_FIELDS = ("name", "levelno", "levelname", "pathname", "filename", "module", "lineno", "funcName",
                   "created", "msecs", "thread", "threadName", "process", "processName")
@@ -90,7 +95,7 @@ class _ParentLogHandler(logging.Handler):
 _resolved: dict[str, Any] = {}
 
 
-def _run(kind: str, target: str, args: tuple, kwargs: dict) -> Any:
+def _run(kind: str, target: str, args: tuple, kwargs: dict, memory: MemoryProxy | None) -> Any:
     fn = _resolved.get(target)
     if fn is None:
         fn = _resolved[target] = resolve(target)
@@ -99,7 +104,10 @@ def _run(kind: str, target: str, args: tuple, kwargs: dict) -> Any:
     if kind == "batch":  # one map chunk: fn applied to each argument tuple
         return [fn(*item) for item in args]
     try:  # "tool": a fresh instance per call, as in the parent
-        return fn().execute(**kwargs)
+        tool = fn()
+        if memory is not None and tool.memory is None:
+            tool.memory = memory
+        return tool.execute(**kwargs)
     except Exception as exc:
         raise ToolError(f"Tool {target!r} failed in worker: {exc}",
                         retryable=bool(getattr(exc, "retryable", False))) from exc
@@ -149,16 +157,18 @@ def serve(channel: Channel, ident: int, log_level: int, initializer: str | None,
             send_frame(_encode(("init_error", traceback.format_exc())))
             return
     send_frame(_encode(("ready", ident)))
+    link = MemoryLink(send_frame, lambda: wire.decode(channel.recv_bytes()))
     while True:
         try:
-            job = wire.decode(channel.recv_bytes())
+            job = link.inbox.popleft() if link.inbox else wire.decode(channel.recv_bytes())
         except (EOFError, OSError):
             return  # the parent closed the channel
         if job is None:
             return  # orderly stop
-        job_id, kind, target, args, kwargs = job
+        job_id, kind, target, args, kwargs, memory_id = job
         try:
-            result = _run(kind, target, args, kwargs)
+            with job_memory(link, memory_id) as memory:
+                result = _run(kind, target, args, kwargs, memory)
             try:
                 reply = _encode(("ok", job_id, result))
             except WireError as exc:

@@ -44,7 +44,16 @@ from concurrent.futures import CancelledError, Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from robotlab.errors import ConfigurationError, DependencyError, Error, JobTimeout, WireError, WorkerCrashed
+from robotlab.errors import (
+    AwaitTimeout,
+    ConfigurationError,
+    DependencyError,
+    Error,
+    JobTimeout,
+    WireError,
+    WorkerCrashed,
+)
+from robotlab.memory import Memory
 from robotlab.parallel import wire
 from robotlab.parallel.boundary import freeze_deep, import_path
 from robotlab.parallel.process_backend import ProcessBackend
@@ -66,6 +75,8 @@ _READ_SLICE = 0.05
 # It first polls without sleeping for this long: a short job's result then arrives to a
 # thread that is still running, and waking a sleeping thread is what a round trip costs most.
 _SPIN = 0.0001
+# A blocking memory read for a worker re-checks, this often, that the worker still waits for it.
+_MEMORY_WAIT_SLICE = 0.25
 
 
 class RemoteTraceback(Exception):
@@ -158,6 +169,8 @@ class WorkerPool(Executor):
         start_method: ``"forkserver"`` (the default on Linux) or ``"spawn"``; never ``"fork"``.
         max_tasks_per_child: replace a worker after this many jobs.
         initializer, initargs: called in each worker before its first job.
+        memory: a :class:`~robotlab.Memory` that jobs reach as ``robotlab.parallel.memory()``
+            (tools as ``self.memory``); see :mod:`robotlab.parallel.memory_proxy`.
 
     Example:
         >>> with WorkerPool(size=2) as pool:                   # doctest: +SKIP
@@ -173,6 +186,7 @@ class WorkerPool(Executor):
         max_tasks_per_child: int | None = None,
         initializer: Callable[..., Any] | str | None = None,
         initargs: tuple = (),
+        memory: Memory | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise ConfigurationError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
@@ -182,6 +196,7 @@ class WorkerPool(Executor):
             raise ConfigurationError(f"size must be 'auto' or an integer >= 1; got {size!r}")
         if max_tasks_per_child is not None and (not isinstance(max_tasks_per_child, int) or max_tasks_per_child < 1):
             raise ConfigurationError(f"max_tasks_per_child must be an integer >= 1; got {max_tasks_per_child!r}")
+        _check_memory(memory)
         self.size: int = size
         self.backend: str = backend
         self._backend = _make_backend(backend, start_method)
@@ -189,6 +204,10 @@ class WorkerPool(Executor):
         self._paths: dict[Any, str] = {}
         self._initializer = None if initializer is None else self._path(initializer)
         self._initargs = freeze_deep(tuple(initargs), root="initargs")
+        self._memory = memory
+        # Memories that jobs may reach, by the id their job frames carry.
+        self._memories: weakref.WeakValueDictionary[int, Memory] = weakref.WeakValueDictionary()
+        self._memory_calls: collections.deque[tuple[_Worker, tuple]] = collections.deque()
         self._ids = itertools.count()
         self._lock = threading.Lock()
         self._pending: collections.deque[_Job] = collections.deque()
@@ -221,16 +240,19 @@ class WorkerPool(Executor):
         return self._submit("call", self._path(fn), args, kwargs, timeout)
 
     def submit_tool(self, tool: type | str, args: dict[str, Any] | None = None, *,
-                    timeout: float | None = None) -> Future:
+                    timeout: float | None = None, memory: Memory | None = None) -> Future:
         """Run ``ToolClass().execute(**args)`` in a worker (a fresh instance per call).
 
-        A failure comes back as ``ToolError("Tool 'pkg.mod:Name' failed in worker: ...")``.
+        The tool's ``self.memory`` is *memory*, else the pool's. A failure comes
+        back as ``ToolError("Tool 'pkg.mod:Name' failed in worker: ...")``.
         """
-        return self._submit("tool", self._path(tool), (), dict(args or {}), timeout)
+        _check_memory(memory)
+        return self._submit("tool", self._path(tool), (), dict(args or {}), timeout, memory=memory)
 
-    def run_tool(self, tool: type | str, args: dict[str, Any] | None = None, *, timeout: float | None = None) -> Any:
+    def run_tool(self, tool: type | str, args: dict[str, Any] | None = None, *, timeout: float | None = None,
+                 memory: Memory | None = None) -> Any:
         """:meth:`submit_tool` and wait for the result."""
-        return self.submit_tool(tool, args, timeout=timeout).result()
+        return self.submit_tool(tool, args, timeout=timeout, memory=memory).result()
 
     def map(self, fn: Callable[..., Any] | str, *iterables: Iterable[Any], timeout: float | None = None,
             chunksize: int | None = None) -> Iterator[Any]:
@@ -345,7 +367,7 @@ class WorkerPool(Executor):
         return path
 
     def _submit(self, kind: str, target: str, args: tuple, kwargs: dict, timeout: float | None, *,
-                frozen: bool = False) -> Future:
+                frozen: bool = False, memory: Memory | None = None) -> Future:
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                     or timeout <= 0):
             raise ConfigurationError(f"timeout must be a positive number of seconds; got {timeout!r}")
@@ -353,7 +375,12 @@ class WorkerPool(Executor):
         job_args = args if frozen else freeze_deep(args, root="args")
         # A tool's arguments are one dict, named "args" in errors as in the tool's own call.
         job_kwargs = dict(freeze_deep(kwargs, root="args" if kind == "tool" else "kwargs")) if kwargs else {}
-        frame = wire.encode((job_id, kind, target, job_args, job_kwargs))
+        memory = memory if memory is not None else self._memory
+        memory_id = None
+        if memory is not None:
+            memory_id = id(memory)
+            self._memories[memory_id] = memory
+        frame = wire.encode((job_id, kind, target, job_args, job_kwargs, memory_id))
         future = _PoolFuture(self)
         job = future._job = _Job(job_id, frame, future, target, timeout)
         with self._lock:
@@ -378,11 +405,10 @@ class WorkerPool(Executor):
         """Wait for *job* by reading its worker's pipe in this thread, while it is the only reader.
 
         Returns as soon as the job is settled, or leaves the rest of the wait to
-        the future (and the supervisor) when the job is queued, moved, or another
-        thread already reads that worker.
+        the future (and the supervisor) when the job is queued, or another
+        thread already reads that worker. Memory requests of the job are
+        answered here too, so the worker's reader stays the same thread.
         """
-        poller = select.poll()
-        spin = _SPIN
         while True:
             with self._lock:
                 worker = job.worker
@@ -392,26 +418,37 @@ class WorkerPool(Executor):
                 conn = worker.handle.conn
                 worker.reader = True
                 self._selector.unregister(conn)
-            readable = False
             try:
-                left = _READ_SLICE if end is None else min(_READ_SLICE, end - time.monotonic())
-                poller.register(conn.fileno(), select.POLLIN)
-                spin_end = time.perf_counter() + spin
-                spin = 0.0
-                while not readable and time.perf_counter() < spin_end:
-                    readable = bool(poller.poll(0))
-                readable = readable or (left > 0 and bool(poller.poll(left * 1000)))
-                poller.unregister(conn.fileno())
-            except (OSError, ValueError):  # its pipe was closed: the supervisor settles the job
-                pass
+                self._read_worker(worker, job, end)
             finally:
                 with self._lock:
                     worker.reader = False
-                    settled = self._drain(worker) if readable else []
                     if worker in self._workers:
                         self._selector.register(conn, selectors.EVENT_READ, ("message", worker))
+            if job.future.done() or (end is not None and time.monotonic() >= end):
+                return
+
+    def _read_worker(self, worker: _Worker, job: _Job, end: float | None) -> None:
+        """The reading loop of :meth:`_read_result`: until *job* is settled or leaves *worker*."""
+        poller = select.poll()
+        try:
+            poller.register(worker.handle.conn.fileno(), select.POLLIN)
+        except (OSError, ValueError):  # its pipe was closed: the supervisor settles the job
+            return
+        while True:
+            # A closed pipe shows as POLLNVAL (readable here); the checks under the lock sort it out.
+            spin_end = time.perf_counter() + _SPIN
+            readable = False
+            while not readable and time.perf_counter() < spin_end:
+                readable = bool(poller.poll(0))
+            if not readable:
+                left = _READ_SLICE if end is None else min(_READ_SLICE, end - time.monotonic())
+                readable = left > 0 and bool(poller.poll(left * 1000))
+            with self._lock:
+                settled = self._drain(worker) if readable else []
+                leave = worker.hung_up or worker not in self._workers or job.worker is not worker
             self._settle(settled)
-            if end is not None and time.monotonic() >= end:
+            if leave or job.future.done() or (end is not None and time.monotonic() >= end):
                 return
 
     def _wake(self) -> None:
@@ -529,6 +566,9 @@ class WorkerPool(Executor):
                 self._all_ready.set()
             self._fill(worker)
             return []
+        if tag == "memory":
+            self._memory_calls.append((worker, message))  # answered by _settle, outside the lock
+            return []
         if tag == "init_error":
             worker.ready = True  # it started, the initializer failed: not a start crash
             return self._fail_all(f"WorkerPool is broken: the initializer failed in a worker:\n{message[1]}")
@@ -578,9 +618,9 @@ class WorkerPool(Executor):
             self._fill_all()
         return settled, nearest
 
-    @staticmethod
-    def _settle(settled: list[tuple[Future, Any]]) -> None:
-        # Outside the lock: done-callbacks may submit more work.
+    def _settle(self, settled: list[tuple[Future, Any]]) -> None:
+        # Outside the lock: done-callbacks may submit more work, and memory
+        # subscriptions may run any code.
         for future, outcome in settled:
             if future.done():
                 continue
@@ -588,6 +628,71 @@ class WorkerPool(Executor):
                 future.set_exception(outcome)
             else:
                 future.set_result(outcome)
+        while self._memory_calls:
+            try:
+                worker, request = self._memory_calls.popleft()
+            except IndexError:  # another thread took the last one
+                break
+            self._answer_memory(worker, request)
+
+    # -- memory requests from jobs (outside the lock) --------------------------------
+
+    def _answer_memory(self, worker: _Worker, request: tuple) -> None:
+        _, memory_id, op, args = request
+        memory = self._memories.get(memory_id)
+        if memory is None:
+            self._reply_memory(worker, Error(f"memory.{op}: the Memory of this job no longer exists"))
+        elif op == "get" and args[1] is not False and args[1] is not None:
+            # A blocking read must not hold up the thread that reads results.
+            threading.Thread(target=self._wait_for_keys, args=(worker, memory, *args), daemon=True,
+                             name="robotlab-pool-memory-wait").start()
+        else:
+            try:
+                outcome = _apply_memory_op(memory, op, args)
+            except Exception as exc:
+                outcome = exc
+            self._reply_memory(worker, outcome)
+
+    def _wait_for_keys(self, worker: _Worker, memory: Memory, keys: tuple, wait: bool | float, default: Any) -> None:
+        """``memory.get(*keys, wait=wait)`` in slices, giving up when the worker no longer waits."""
+        values = {}
+        try:
+            for key in keys:
+                deadline = None if wait is True else time.monotonic() + wait
+                while True:
+                    left = _MEMORY_WAIT_SLICE if deadline is None else deadline - time.monotonic()
+                    try:
+                        values[key] = memory.get(key, wait=max(0.0, min(left, _MEMORY_WAIT_SLICE)))
+                        break
+                    except AwaitTimeout:
+                        if deadline is not None and time.monotonic() >= deadline:
+                            raise AwaitTimeout.for_key(key, wait) from None
+                        with self._lock:
+                            if worker not in self._workers:
+                                return  # it died or the pool stopped: nobody to answer
+            outcome: Any = values[keys[0]] if len(keys) == 1 else values
+            outcome = freeze_deep(outcome, root="memory")
+        except Exception as exc:
+            outcome = exc
+        self._reply_memory(worker, outcome)
+
+    def _reply_memory(self, worker: _Worker, outcome: Any) -> None:
+        if isinstance(outcome, BaseException):
+            try:
+                frame = wire.encode(outcome, msgpack=False)
+            except WireError:
+                frame = None
+            reply = ("memory", False, (frame, type(outcome).__qualname__, str(outcome)))
+        else:
+            reply = ("memory", True, outcome)
+        try:
+            data = wire.encode(reply, msgpack=False)
+        except WireError as exc:
+            data = wire.encode(("memory", False, (None, "WireError", str(exc))), msgpack=False)
+        with self._lock:
+            if worker in self._workers:
+                with contextlib.suppress(OSError):  # it died meanwhile: its sentinel tells the supervisor
+                    worker.handle.conn.send_bytes(data)
 
     def _supervise(self) -> None:
         try:
@@ -676,6 +781,35 @@ class WorkerPool(Executor):
                 conn.close()
         self._stopped.set()
         _live_pools.discard(self)
+
+
+def _check_memory(memory: Any) -> None:
+    if memory is not None and not isinstance(memory, Memory):
+        raise ConfigurationError(f"memory must be a robotlab Memory (robotlab.create_memory()); "
+                                 f"got {type(memory).__name__}")
+
+
+def _apply_memory_op(memory: Memory, op: str, args: tuple) -> Any:
+    """Apply one request of a job's MemoryProxy; what goes back to the worker is frozen."""
+    if op == "get":
+        keys, _, default = args
+        return freeze_deep(memory.get(*keys, default=default), root="memory")
+    if op == "getitem":
+        return freeze_deep(memory[args[0]], root=f"memory[{args[0]!r}]")
+    if op == "set":
+        return memory.set(*args)
+    if op == "update":
+        return memory.update(args[0])
+    if op == "delete":
+        return freeze_deep(memory.delete(args[0]), root=f"memory[{args[0]!r}]")
+    if op == "delitem":
+        del memory[args[0]]
+        return None
+    if op == "keys":
+        return tuple(memory.keys())
+    if op == "data":
+        return freeze_deep(memory.data.to_dict(), root="memory.data")
+    raise Error(f"unknown memory operation {op!r}")
 
 
 def _make_backend(name: str, start_method: str | None) -> Any:

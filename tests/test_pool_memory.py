@@ -1,0 +1,156 @@
+"""The memory proxy: a job in a worker reads and writes the parent's Memory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from robotlab import create_memory
+from robotlab.errors import AwaitTimeout, ConfigurationError, Error, RactorBoundaryError, WorkerCrashed
+from robotlab.parallel import FrozenDict, WorkerPool, memory
+from robotlab.parallel.subinterpreter_backend import load_interpreters
+from tests import memory_jobs as jobs
+
+try:
+    load_interpreters()
+    SUBINTERPRETERS = None
+except Error as exc:
+    SUBINTERPRETERS = str(exc)
+
+
+def backend_param(name: str):
+    if name == "subinterpreter" and SUBINTERPRETERS is not None and \
+            os.environ.get("ROBOTLAB_REQUIRE_SUBINTERPRETERS") != "1":
+        return pytest.param(name, marks=pytest.mark.skip(reason=f"DependencyError: {SUBINTERPRETERS}"))
+    return pytest.param(name)
+
+
+BACKENDS = [backend_param("process"), backend_param("subinterpreter")]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return request.param
+
+
+def test_every_write_of_four_workers_arrives_in_order_and_fires_subscriptions(backend):
+    memory_ = create_memory()
+    seen: list[tuple[str, int]] = []
+    lock = threading.Lock()
+
+    def record(change):
+        with lock:
+            seen.append((change.key, change.value))
+
+    memory_.subscribe("*", record)
+    with WorkerPool(size=4, backend=backend, memory=memory_) as pool:
+        futures = [pool.submit(jobs.write_many, f"w{i}", 2000) for i in range(4)]
+        assert [f.result(120) for f in futures] == [2000] * 4
+    assert len(memory_.keys()) == 8000
+    assert all(memory_.get(f"w{i}.{n}") == n for i in range(4) for n in range(2000))
+    assert len(seen) == 8000
+    for i in range(4):  # each worker's writes were applied in the order it made them
+        assert [value for key, value in seen if key.startswith(f"w{i}.")] == list(range(2000))
+
+
+def test_confirmed_writes_stay_when_the_worker_dies_after_them():
+    memory_ = create_memory()
+    with WorkerPool(size=1, memory=memory_) as pool:
+        with pytest.raises(WorkerCrashed):
+            pool.submit(jobs.write_then_exit, "a", 500).result(60)
+        assert [memory_.get(f"a.{n}") for n in range(500)] == list(range(500))
+        hanging = pool.submit(jobs.write_then_hang, "b", 300)
+        memory_.get("b.299", wait=30)  # its last write arrived: now kill it from outside
+        (pid,) = pool.worker_ids
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(WorkerCrashed):
+            hanging.result(60)
+        assert [memory_.get(f"b.{n}") for n in range(300)] == list(range(300))
+        assert pool.submit(jobs.write_many, "c", 3).result(60) == 3  # the pool still serves
+        assert pool.worker_ids != [pid]
+
+
+def test_a_blocking_read_in_the_parent_wakes_on_a_worker_write(backend):
+    memory_ = create_memory()
+    with WorkerPool(size=1, backend=backend, memory=memory_) as pool:
+        pool.wait_until_ready(30)
+        future = pool.submit(jobs.set_later, "ready", {"ids": [1, 2]}, 0.2)
+        started = time.monotonic()
+        assert memory_.get("ready", wait=30) == {"ids": (1, 2)}
+        assert time.monotonic() - started < 10
+        future.result(30)
+
+
+def test_a_blocking_read_in_a_worker_wakes_on_a_parent_or_another_worker_write(backend):
+    memory_ = create_memory()
+    with WorkerPool(size=2, backend=backend, memory=memory_) as pool:
+        pool.wait_until_ready(30)
+        waiting = pool.submit(jobs.wait_for, "k", 30)
+        time.sleep(0.3)
+        assert not waiting.done()
+        memory_.set("k", {"a": [1]})
+        value = waiting.result(30)
+        assert value == {"a": (1,)} and type(value) is FrozenDict
+        waiting = pool.submit(jobs.wait_for_two, "x", "y", 30)
+        pool.submit(jobs.set_later, "x", 1, 0.1).result(30)
+        memory_.set("y", 2)
+        assert waiting.result(30) == {"x": 1, "y": 2}
+
+
+def test_a_worker_read_times_out_with_await_timeout(backend):
+    with WorkerPool(size=1, backend=backend, memory=create_memory()) as pool:
+        with pytest.raises(AwaitTimeout, match=r"Timeout waiting for 'never' after 0.2 seconds"):
+            pool.submit(jobs.wait_for, "never", 0.2).result(30)
+        assert pool.submit(jobs.wait_for, "never", False).result(30) is None
+
+
+def test_the_whole_api_crosses_and_values_come_back_frozen(backend):
+    memory_ = create_memory(data={"topic": ["billing"]})
+    memory_.set("kept", 1)
+    with WorkerPool(size=1, backend=backend, memory=memory_) as pool:
+        seen = pool.submit(jobs.round_trip, "k", [1, {"a": 2}]).result(30)
+    assert seen["get"] == seen["item"] == (1, FrozenDict({"a": 2}))
+    assert seen["in"] is True and seen["keys"] == ["kept", "k"]
+    assert seen["deleted"] == (1, {"a": 2}) and seen["after"] == "gone"
+    assert seen["data"] == {"topic": ("billing",)}
+    assert memory_.keys() == ["kept"]
+
+
+def test_errors_keep_their_type_and_leave_memory_intact(backend):
+    memory_ = create_memory()
+    memory_.set("lock", threading.Lock())
+    with WorkerPool(size=1, backend=backend, memory=memory_) as pool:
+        with pytest.raises(ConfigurationError, match="reserved"):
+            pool.submit(jobs.set_reserved).result(30)
+        with pytest.raises(KeyError):
+            pool.submit(jobs.get_missing_item, "nope").result(30)
+        with pytest.raises(RactorBoundaryError, match=r"memory.*_thread.lock"):
+            pool.submit(jobs.get_value, "lock").result(30)
+        assert pool.submit(jobs.write_many, "ok", 2).result(30) == 2  # the worker still serves
+    assert sorted(memory_.keys()) == ["lock", "ok.0", "ok.1"]
+
+
+def test_memory_is_refused_outside_a_job_without_a_memory_or_after_its_job():
+    with pytest.raises(Error, match="only available inside a job"):
+        memory()
+    with WorkerPool(size=1) as pool:
+        with pytest.raises(Error, match="this job has no memory"):
+            pool.submit(jobs.ask_for_memory).result(30)
+    with WorkerPool(size=1, memory=create_memory()) as pool:
+        pool.submit(jobs.keep_proxy_after_the_job).result(30)
+        with pytest.raises(Error, match="has ended"):
+            pool.submit(jobs.use_kept_proxy).result(30)
+    with pytest.raises(ConfigurationError, match="robotlab Memory"):
+        WorkerPool(size=1, memory={"a": 1})
+
+
+def test_a_tool_in_a_worker_sees_the_memory_as_self_memory(backend):
+    pool_memory, robot_memory = create_memory(), create_memory()
+    with WorkerPool(size=1, backend=backend, memory=pool_memory) as pool:
+        assert pool.run_tool(jobs.Remember, {"key": "a", "value": "1"}) == ["a"]
+        assert pool.run_tool(jobs.Remember, {"key": "b", "value": "2"}, memory=robot_memory) == ["b"]
+    assert pool_memory.snapshot() == {"a": "1"} and robot_memory.snapshot() == {"b": "2"}
