@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from robotlab.errors import ConfigurationError, ToolError, ToolNotFoundError, retryable
-from robotlab.hooks import Hooks, ToolCallHookContext, current_hook_scope, global_hooks
+from robotlab.hooks import ExtensionState, Hooks, ToolCallHookContext, current_hook_scope, global_hooks
 
 __all__ = ["Param", "Tool", "ToolManifest", "param", "tool"]
 
@@ -228,16 +228,20 @@ class Tool:
         text = f"Error ({self.name}): {exc}"
         return f"{text} (retryable)" if retryable(exc) else text
 
-    def call(self, args: Mapping[str, Any] | None = None) -> Any:
+    def call(self, args: Mapping[str, Any] | None = None, *, raise_on_error: bool | None = None,
+             metadata: ExtensionState | None = None) -> Any:
         """Validate, fire the ``tool_call`` hook family around ``execute``, and return the result.
 
         A failure becomes the text ``Error (<name>): <message>`` for the model
         (`` (retryable)`` appended when :func:`robotlab.retryable` says so);
-        ``raise_on_error = True`` re-raises instead. Hooks come from the current
-        hook scope, or the global and robot registries when there is none.
+        ``raise_on_error = True`` (the class attribute, or this argument) re-raises
+        instead. Hooks come from the current hook scope, or the global and robot
+        registries when there is none. *metadata* becomes the hook context's
+        ``ctx.metadata`` (worker pools pass one to send what hooks record back).
         """
         args = dict(args or {})
-        ctx = ToolCallHookContext(tool=self, tool_args=args, robot=self.robot)
+        raising = self.raise_on_error if raise_on_error is None else raise_on_error
+        ctx = ToolCallHookContext(tool=self, tool_args=args, robot=self.robot, metadata=metadata)
         scope = current_hook_scope()
         if scope is not None:
             registries, per_run = list(scope.registries), scope.per_run_hooks
@@ -249,7 +253,7 @@ class Tool:
                 ctx.tool_result = self.execute(**self.validate(args))
             except Exception as exc:
                 ctx.tool_error = exc
-                if self.raise_on_error:
+                if raising:
                     raise
                 if not isinstance(exc, ToolError):
                     logger.warning("tool %s raised %s: %s", self.name, type(exc).__name__, exc, exc_info=True)

@@ -6,12 +6,17 @@ litellm; a job may import them itself). Messages to the parent are tuples:
 
 - ``("ready", ident)`` once, after the initializer ran;
 - ``("init_error", traceback_text)`` if the initializer raised (then the worker ends);
-- ``("ok", job_id, result)`` / ``("err", job_id, exception_frame, type_name, message, traceback_text)``;
+- ``("ok", job_id, result, hook_metadata)`` /
+  ``("err", job_id, exception_frame, type_name, message, traceback_text, hook_metadata)``,
+  where *hook_metadata* is what ``tool_call`` hooks recorded in ``ctx.metadata`` (or None);
 - ``("log", record_fields)`` for every log record at or above the parent's level;
 - ``("memory", memory_id, op, args)``: a request to the parent's Memory, answered
   with ``("memory", ok, payload)`` (see ``memory_proxy``).
 
-A job frame is ``(job_id, kind, target, args, kwargs, memory_id)``.
+A job frame is ``(job_id, kind, target, args, kwargs, memory_id, hooks)``; *hooks* is
+None or ``(levels, per_run)``: the ``tool_call`` hook classes in effect in the
+parent as import paths (``levels``: one tuple of ``(path, context)`` per
+registry, global first), registered again here.
 """
 
 from __future__ import annotations
@@ -93,9 +98,11 @@ class _ParentLogHandler(logging.Handler):
 
 
 _resolved: dict[str, Any] = {}
+_scopes: dict[tuple, tuple[list[Any], tuple[type, ...]]] = {}
 
 
-def _run(kind: str, target: str, args: tuple, kwargs: dict, memory: MemoryProxy | None) -> Any:
+def _run(kind: str, target: str, args: tuple, kwargs: dict, memory: MemoryProxy | None,
+         hooks: tuple | None, hook_metadata: dict) -> Any:
     fn = _resolved.get(target)
     if fn is None:
         fn = _resolved[target] = resolve(target)
@@ -103,14 +110,46 @@ def _run(kind: str, target: str, args: tuple, kwargs: dict, memory: MemoryProxy 
         return fn(*args, **kwargs)
     if kind == "batch":  # one map chunk: fn applied to each argument tuple
         return [fn(*item) for item in args]
-    try:  # "tool": a fresh instance per call, as in the parent
-        tool = fn()
-        if memory is not None and tool.memory is None:
-            tool.memory = memory
-        return tool.execute(**kwargs)
+    return _run_tool(fn, target, kwargs, memory, hooks, hook_metadata, text_errors=kind == "tool_text")
+
+
+def _run_tool(cls: type, target: str, args: dict, memory: MemoryProxy | None, hooks: tuple | None,
+              hook_metadata: dict, *, text_errors: bool) -> Any:
+    """A fresh instance per call, as in the parent, inside the parent's tool_call hooks."""
+    from robotlab.hooks import ExtensionState, with_hook_scope
+
+    registries, per_run = _hook_scope(hooks)
+    tool = cls()
+    if memory is not None and tool.memory is None:
+        tool.memory = memory
+    metadata = ExtensionState()
+    try:
+        with with_hook_scope(registries, per_run):
+            return tool.call(args, raise_on_error=not text_errors, metadata=metadata)
     except Exception as exc:
         raise ToolError(f"Tool {target!r} failed in worker: {exc}",
                         retryable=bool(getattr(exc, "retryable", False))) from exc
+    finally:
+        hook_metadata.update(metadata.to_dict())
+
+
+def _hook_scope(hooks: tuple | None) -> tuple[list[Any], tuple[type, ...]]:
+    """The registries and per-run classes described by a job's *hooks* (built once per description)."""
+    if hooks is None:
+        return [], ()
+    scope = _scopes.get(hooks)
+    if scope is None:
+        from robotlab.hooks import HookRegistry
+
+        levels, per_run = hooks
+        registries = []
+        for level in levels:
+            registry = HookRegistry()
+            for path, context in level:
+                registry.on(resolve(path), None if context is None else dict(context))
+            registries.append(registry)
+        scope = _scopes[hooks] = (registries, tuple(resolve(path) for path in per_run))
+    return scope
 
 
 def _refused_import(exc: BaseException) -> DependencyError | None:
@@ -123,14 +162,14 @@ def _refused_import(exc: BaseException) -> DependencyError | None:
     return None
 
 
-def _error_reply(job_id: int, exc: BaseException) -> bytes:
+def _error_reply(job_id: int, exc: BaseException, hook_metadata: dict | None) -> bytes:
     exc = _refused_import(exc) or exc
     try:
         frame = _encode(exc)
     except Exception:
         frame = None  # the parent rebuilds a robotlab Error from the name and message
     name = f"{type(exc).__module__}.{type(exc).__qualname__}"
-    return _encode(("err", job_id, frame, name, str(exc), traceback.format_exc()))
+    return _encode(("err", job_id, frame, name, str(exc), traceback.format_exc(), hook_metadata))
 
 
 def _encode(message: Any) -> bytes:
@@ -165,16 +204,17 @@ def serve(channel: Channel, ident: int, log_level: int, initializer: str | None,
             return  # the parent closed the channel
         if job is None:
             return  # orderly stop
-        job_id, kind, target, args, kwargs, memory_id = job
+        job_id, kind, target, args, kwargs, memory_id, hooks = job
+        hook_metadata: dict = {}
         try:
             with job_memory(link, memory_id) as memory:
-                result = _run(kind, target, args, kwargs, memory)
+                result = _run(kind, target, args, kwargs, memory, hooks, hook_metadata)
             try:
-                reply = _encode(("ok", job_id, result))
+                reply = _encode(("ok", job_id, result, hook_metadata or None))
             except WireError as exc:
                 raise WireError(f"the result of {target} cannot be sent back to the parent: {exc}") from exc
         except BaseException as exc:
-            reply = _error_reply(job_id, exc)
+            reply = _error_reply(job_id, exc, hook_metadata or None)
         try:
             send_frame(reply)
         except OSError:

@@ -50,9 +50,11 @@ from robotlab.errors import (
     DependencyError,
     Error,
     JobTimeout,
+    RactorBoundaryError,
     WireError,
     WorkerCrashed,
 )
+from robotlab.hooks import Hook, current_hook_scope, global_hooks
 from robotlab.memory import Memory
 from robotlab.parallel import wire
 from robotlab.parallel.boundary import freeze_deep, import_path
@@ -103,12 +105,15 @@ class _PoolFuture(Future):
 
     The result then reaches the waiting thread directly, not through a wake-up of
     the supervisor thread first: one thread hop less per round trip.
+    ``hook_metadata`` is what the ``tool_call`` hooks recorded in the worker's
+    ``ctx.metadata`` (``{namespace: {key: value}}``), or None.
     """
 
     def __init__(self, pool: WorkerPool) -> None:
         super().__init__()
         self._pool: WorkerPool | None = pool
         self._job: _Job | None = None
+        self.hook_metadata: dict[str, dict[str, Any]] | None = None
 
     def result(self, timeout: float | None = None) -> Any:
         pool, job = self._pool, self._job
@@ -240,19 +245,37 @@ class WorkerPool(Executor):
         return self._submit("call", self._path(fn), args, kwargs, timeout)
 
     def submit_tool(self, tool: type | str, args: dict[str, Any] | None = None, *,
-                    timeout: float | None = None, memory: Memory | None = None) -> Future:
-        """Run ``ToolClass().execute(**args)`` in a worker (a fresh instance per call).
+                    timeout: float | None = None, memory: Memory | None = None,
+                    hooks: str | None = "inherit", errors: str = "raise") -> Future:
+        """Run ``ToolClass().call(args)`` in a worker: a fresh instance, arguments validated, hooks fired.
 
-        The tool's ``self.memory`` is *memory*, else the pool's. A failure comes
-        back as ``ToolError("Tool 'pkg.mod:Name' failed in worker: ...")``.
+        - ``memory``: the tool's ``self.memory`` (default: the pool's).
+        - ``hooks="inherit"``: the ``tool_call`` hooks in effect here (the current
+          hook scope of a run, else the global registry) are registered again in
+          the worker by import path and fire there; what they record in
+          ``ctx.metadata`` comes back as ``future.hook_metadata``. A hook class
+          that cannot be imported by workers raises ``RactorBoundaryError`` here.
+          ``hooks=None``: no hooks.
+        - ``errors="raise"``: a failure raises
+          ``ToolError("Tool 'pkg.mod:Name' failed in worker: ...")``;
+          ``errors="text"``: it comes back as the text a model sees
+          (``"Error (name): ..."``), exactly as ``Tool.call`` in-process.
+
+        Example:
+            >>> future = pool.submit_tool("myapp.tools:Fetch", {"url": "..."})   # doctest: +SKIP
+            >>> future.result(), future.hook_metadata                            # doctest: +SKIP
         """
+        if errors not in ("raise", "text"):
+            raise ConfigurationError(f"errors must be 'raise' or 'text'; got {errors!r}")
         _check_memory(memory)
-        return self._submit("tool", self._path(tool), (), dict(args or {}), timeout, memory=memory)
+        kind = "tool" if errors == "raise" else "tool_text"
+        return self._submit(kind, self._path(tool), (), dict(args or {}), timeout, memory=memory,
+                            hooks=self._tool_call_hooks(hooks))
 
     def run_tool(self, tool: type | str, args: dict[str, Any] | None = None, *, timeout: float | None = None,
-                 memory: Memory | None = None) -> Any:
+                 memory: Memory | None = None, hooks: str | None = "inherit", errors: str = "raise") -> Any:
         """:meth:`submit_tool` and wait for the result."""
-        return self.submit_tool(tool, args, timeout=timeout, memory=memory).result()
+        return self.submit_tool(tool, args, timeout=timeout, memory=memory, hooks=hooks, errors=errors).result()
 
     def map(self, fn: Callable[..., Any] | str, *iterables: Iterable[Any], timeout: float | None = None,
             chunksize: int | None = None) -> Iterator[Any]:
@@ -366,21 +389,47 @@ class WorkerPool(Executor):
             self._paths[fn] = path
         return path
 
+    def _tool_call_hooks(self, hooks: str | None) -> tuple | None:
+        """The ``tool_call`` hooks in effect, as the import paths a job frame carries (see ``_worker``)."""
+        if hooks is None:
+            return None
+        if hooks != "inherit":
+            raise ConfigurationError(f"hooks must be 'inherit' or None; got {hooks!r}")
+        scope = current_hook_scope()
+        registries, per_run = (scope.registries, scope.per_run_hooks) if scope is not None else ((global_hooks(),), ())
+        levels = tuple(
+            tuple((self._hook_path(r.handler_class),
+                   None if not r.context else freeze_deep(r.context, root=f"{r.handler_class.__qualname__} context"))
+                  for r in registry.registrations() if _fires_on_tool_calls(r.handler_class))
+            for registry in registries if registry is not None)
+        per_run_paths = tuple(self._hook_path(cls) for cls in per_run if _fires_on_tool_calls(cls))
+        if not per_run_paths and not any(levels):
+            return None
+        return levels, per_run_paths
+
+    def _hook_path(self, cls: type[Hook]) -> str:
+        try:
+            return self._path(cls)
+        except RactorBoundaryError as exc:
+            raise RactorBoundaryError(f"Hook {cls.__module__}.{cls.__qualname__} cannot be registered in a worker: "
+                                      f"{exc}. Define it at module level in an importable module, or run the tool "
+                                      "in-process") from None
+
     def _submit(self, kind: str, target: str, args: tuple, kwargs: dict, timeout: float | None, *,
-                frozen: bool = False, memory: Memory | None = None) -> Future:
+                frozen: bool = False, memory: Memory | None = None, hooks: tuple | None = None) -> Future:
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                     or timeout <= 0):
             raise ConfigurationError(f"timeout must be a positive number of seconds; got {timeout!r}")
         job_id = next(self._ids)
         job_args = args if frozen else freeze_deep(args, root="args")
         # A tool's arguments are one dict, named "args" in errors as in the tool's own call.
-        job_kwargs = dict(freeze_deep(kwargs, root="args" if kind == "tool" else "kwargs")) if kwargs else {}
+        job_kwargs = dict(freeze_deep(kwargs, root="kwargs" if kind == "call" else "args")) if kwargs else {}
         memory = memory if memory is not None else self._memory
         memory_id = None
         if memory is not None:
             memory_id = id(memory)
             self._memories[memory_id] = memory
-        frame = wire.encode((job_id, kind, target, job_args, job_kwargs, memory_id))
+        frame = wire.encode((job_id, kind, target, job_args, job_kwargs, memory_id, hooks))
         future = _PoolFuture(self)
         job = future._job = _Job(job_id, frame, future, target, timeout)
         with self._lock:
@@ -576,7 +625,8 @@ class WorkerPool(Executor):
         worker.jobs_done += 1
         settled: list[tuple[Future, Any]] = []
         if job is not None and job.id == message[1]:
-            outcome = message[2] if tag == "ok" else _rebuild_error(*message[2:])
+            outcome = message[2] if tag == "ok" else _rebuild_error(*message[2:6])
+            job.future.hook_metadata = message[-1]
             settled.append((job.future, outcome))
         if self._max_tasks is not None and worker.jobs_done >= self._max_tasks:
             with contextlib.suppress(OSError):
@@ -746,7 +796,7 @@ class WorkerPool(Executor):
                 except WireError as exc:  # fail the job, keep the pool
                     if not worker.jobs:
                         continue
-                    message = ("err", worker.jobs[0].id, None, "robotlab.errors.WireError", str(exc), "")
+                    message = ("err", worker.jobs[0].id, None, "robotlab.errors.WireError", str(exc), "", None)
                 settled += self._on_message(worker, message)
         except (EOFError, OSError):
             worker.hung_up = True  # it died: its sentinel is ready too
@@ -781,6 +831,10 @@ class WorkerPool(Executor):
                 conn.close()
         self._stopped.set()
         _live_pools.discard(self)
+
+
+def _fires_on_tool_calls(cls: type[Hook]) -> bool:
+    return any(cls.implements(f"{when}_tool_call") for when in ("before", "around", "after"))
 
 
 def _check_memory(memory: Any) -> None:
