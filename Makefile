@@ -8,6 +8,8 @@ VENV313 := .venv-3.13
 PYTEST_ARGS ?=
 
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+# gcc is here: the tests fail, rather than skip, if the C fast path of freeze_deep was not built.
+export ROBOTLAB_REQUIRE_ACCELERATOR := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: demo test test-default test-3.13 lint bench clean
@@ -34,12 +36,12 @@ endif
 bench: $(VENV)/.installed
 	$(VENV)/bin/python -m benchmarks
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml src/robotlab/parallel/_freeze.c
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q -e '.[dev]'
 	touch $@
 
-$(VENV313)/.installed: pyproject.toml
+$(VENV313)/.installed: pyproject.toml src/robotlab/parallel/_freeze.c
 	$(PYTHON_FOR_VENV) -m venv $(VENV_DIR)
 	$(VENV_DIR)/bin/python -m pip install -q -e '.[dev]'
 	touch $@

@@ -8,7 +8,10 @@ import decimal
 import enum
 import fractions
 import io
+import json
+import os
 import pathlib
+import pickle
 import threading
 import uuid
 from typing import NamedTuple
@@ -18,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from robotlab.errors import RactorBoundaryError, WireError
-from robotlab.parallel import FrozenDict, freeze_deep, import_path, is_shareable, resolve, wire
+from robotlab.parallel import FrozenDict, boundary, freeze_deep, import_path, is_shareable, resolve, wire
 
 
 class Color(enum.Enum):
@@ -191,6 +194,102 @@ def test_frozendict_behaviour():
         fd["b"] = 2  # type: ignore[index]
     with pytest.raises(AttributeError):
         fd.x = 1
+
+
+def test_frozendict_is_deeply_frozen_by_construction_and_refuses_every_mutation():
+    fd = FrozenDict({"ids": [1, 2], "meta": {"tags": {"a"}}}, extra=bytearray(b"x"))
+    assert fd == {"ids": (1, 2), "meta": {"tags": frozenset({"a"})}, "extra": b"x"}
+    assert type(fd["meta"]) is FrozenDict and freeze_deep(fd) is fd
+    for mutate in (lambda: fd.__setitem__("a", 1), lambda: fd.__delitem__("ids"), fd.clear, fd.popitem,
+                   lambda: fd.pop("ids"), lambda: fd.setdefault("b", 1), lambda: fd.update(b=1)):
+        with pytest.raises(TypeError, match="FrozenDict is immutable"):
+            mutate()
+    with pytest.raises(TypeError, match="FrozenDict is immutable"):
+        fd |= {"b": 1}
+    assert fd == {"ids": (1, 2), "meta": {"tags": frozenset({"a"})}, "extra": b"x"}
+    copy_ = fd.copy()
+    copy_["b"] = 1  # copy() and | give a plain, mutable dict
+    assert type(copy_) is dict and type(fd | {"b": 1}) is dict and "b" not in fd
+    assert FrozenDict.fromkeys("ab", [0]) == {"a": (0,), "b": (0,)}
+    assert json.loads(json.dumps(FrozenDict(a=[1, {"b": None}]))) == {"a": [1, {"b": None}]}
+    restored = pickle.loads(pickle.dumps(fd, 5))
+    assert restored == fd and type(restored) is FrozenDict and type(restored["meta"]) is FrozenDict
+    assert copy.deepcopy(fd) == fd and type(copy.deepcopy(fd)) is FrozenDict
+    with pytest.raises(RactorBoundaryError, match=r"at value\['io'\]"):
+        FrozenDict(io=io.StringIO())
+    with pytest.raises(TypeError, match="cannot be subclassed"):
+        type("Sub", (FrozenDict,), {})
+
+
+def fast_paths():
+    yield pytest.param(boundary._freeze_plain_py, id="python")
+    if boundary._freeze_plain_c is not None:
+        yield pytest.param(boundary._freeze_plain_c, id="c")
+
+
+def freeze_fast(fast, value):
+    return fast(value, FrozenDict, boundary._LEAF_TYPES, boundary._NOT_PLAIN)
+
+
+@pytest.mark.parametrize("fast", list(fast_paths()))
+@given(values)
+@settings(max_examples=300, deadline=None)
+def test_the_fast_paths_agree_with_the_walker(fast, value):
+    before = copy.deepcopy(value)
+    frozen = freeze_fast(fast, value)
+    assert value == before
+    if frozen is not boundary._NOT_PLAIN:
+        type_exact_equal(frozen, boundary._Freezer("value").run(value))
+        assert freeze_fast(fast, frozen) is frozen
+    if boundary._freeze_plain_c is not None and fast is boundary._freeze_plain_c:
+        by_python = freeze_fast(boundary._freeze_plain_py, value)
+        assert (by_python is boundary._NOT_PLAIN) == (frozen is boundary._NOT_PLAIN)
+        if frozen is not boundary._NOT_PLAIN:
+            type_exact_equal(frozen, by_python)
+
+
+@pytest.mark.parametrize("fast", list(fast_paths()))
+def test_the_fast_paths_hand_over_what_needs_the_walker(fast):
+    not_plain = boundary._NOT_PLAIN
+    for value in ({(1, 2): "tuple key"}, [Plain()], {"x": Point(1, 2)}, {frozenset({1}): 1}, {Color.RED: 1},
+                  {"s": {(1,)}}, [1, [2, [3, io.StringIO()]]]):
+        assert freeze_fast(fast, value) is not_plain
+    deep = current = []
+    for _ in range(100):
+        current.append([])
+        current = current[0]
+    assert freeze_fast(fast, deep) is not_plain  # deeper than the fast path goes: the walker's job
+    plain = (1, "a", None, b"b", 1.5, 2j, True)
+    assert freeze_fast(fast, plain) is plain
+    tags = frozenset({"a", 1})
+    assert freeze_fast(fast, tags) is tags
+    assert freeze_fast(fast, [bytearray(b"ab")]) == (b"ab",)
+    assert freeze_fast(fast, Color.RED) is Color.RED  # learned by the walker in earlier tests, or a leaf type
+    assert freeze_fast(fast, {"when": datetime.date(2026, 1, 1)}) == {"when": datetime.date(2026, 1, 1)}
+
+
+def test_the_walker_teaches_the_fast_path_new_leaf_types():
+    class Mood(enum.Enum):
+        CALM = 1
+
+    assert Mood not in boundary._LEAF_TYPES
+    assert freeze_deep({"m": Mood.CALM}) == {"m": Mood.CALM}
+    assert Mood in boundary._LEAF_TYPES
+    frozen = freeze_fast(boundary._freeze_plain, [Mood.CALM])
+    assert frozen == (Mood.CALM,)
+
+
+def test_the_c_fast_path_is_built_where_a_compiler_is():
+    if boundary._freeze_plain_c is None:
+        reason = "robotlab.parallel._freeze was not built (no C compiler at install time)"
+        if os.environ.get("ROBOTLAB_REQUIRE_ACCELERATOR") == "1":
+            pytest.fail(f"ROBOTLAB_REQUIRE_ACCELERATOR=1 but {reason}")
+        pytest.skip(reason)
+    assert boundary._freeze_plain is boundary._freeze_plain_c
+    with pytest.raises(TypeError, match="takes 4 arguments"):
+        boundary._freeze_plain_c(1)
+    with pytest.raises(TypeError, match="dict subclass"):
+        boundary._freeze_plain_c(1, tuple, set(), None)
 
 
 def test_import_path_and_resolve():

@@ -63,6 +63,10 @@ def test_worker_side_modules_load_in_a_real_subinterpreter():
         interp.exec(f"import sys; sys.path[:] = {sys.path!r}")
         for module in WORKER_SIDE:
             interp.exec(f"import {module}")
+        from robotlab.parallel import boundary
+
+        if boundary._freeze_plain_c is not None:  # the C fast path supports isolated interpreters
+            interp.exec("import robotlab.parallel._freeze as c; assert c.freeze_plain([1], dict, set(), None) == (1,)")
         interp.exec(
             textwrap.dedent(
                 """

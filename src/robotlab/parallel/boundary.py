@@ -5,7 +5,9 @@ list → tuple, set → frozenset, bytearray → bytes) or raises
 ``RactorBoundaryError`` naming the path and type of the first value that
 cannot cross. It never mutates its input, is idempotent (an already frozen
 result comes back as the same object), refuses cycles, and walks with an
-explicit stack, so 10,000 levels of nesting are fine.
+explicit stack, so 10,000 levels of nesting are fine. Plain data (builtin
+containers and scalars) takes a fast path, in C when the optional ``_freeze``
+extension was built.
 
 Example:
     >>> freeze_deep({"ids": [1, 2], "tags": {"a"}})
@@ -29,7 +31,6 @@ import importlib
 import sys
 import types
 import uuid
-from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from pathlib import PurePath
 from typing import Any
@@ -45,43 +46,53 @@ _SCALARS = frozenset({
 })
 
 
-class FrozenDict(Mapping):
-    """An immutable, hashable mapping; equal to a dict with the same items."""
+class FrozenDict(dict):
+    """An immutable, hashable dict whose values are deeply frozen (built by :func:`freeze_deep`).
 
-    __slots__ = ("_data", "_deep", "_hash")
+    ``FrozenDict(mapping)`` freezes the values it is given, so every FrozenDict
+    is deeply immutable and ``freeze_deep`` returns it as is. It is a ``dict``
+    subclass, so ``json.dumps`` and code that expects a dict accept it, but
+    every mutating method raises ``TypeError``; ``copy()`` and ``|`` return a
+    plain, mutable dict.
+
+    >>> frozen = FrozenDict({"ids": [1, 2]})
+    >>> frozen, frozen == {"ids": (1, 2)}, hash(frozen) == hash(FrozenDict(ids=(1, 2)))
+    (FrozenDict({'ids': (1, 2)}), True, True)
+    >>> frozen["ids"] = ()
+    Traceback (most recent call last):
+    ...
+    TypeError: FrozenDict is immutable
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> FrozenDict:
+        return freeze_deep(dict(*args, **kwargs))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        object.__setattr__(self, "_data", dict(*args, **kwargs))
-        object.__setattr__(self, "_hash", None)
-        object.__setattr__(self, "_deep", False)  # True once freeze_deep built it: contents known frozen
+        pass  # __new__ built it whole; dict.__init__ would store the unfrozen values
 
-    def __getitem__(self, key: Any) -> Any:
-        return self._data[key]
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        raise TypeError("FrozenDict cannot be subclassed")
 
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._data)
+    @classmethod
+    def fromkeys(cls, keys: Any, value: Any = None) -> FrozenDict:
+        return cls(dict.fromkeys(keys, value))
 
-    def __len__(self) -> int:
-        return len(self._data)
+    def _immutable(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("FrozenDict is immutable")
 
-    def __hash__(self) -> int:
-        if self._hash is None:
-            object.__setattr__(self, "_hash", hash(frozenset(self._data.items())))
-        return self._hash
+    __setitem__ = __delitem__ = __ior__ = _immutable
+    clear = pop = popitem = setdefault = update = _immutable
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, FrozenDict):
-            return self._data == other._data
-        return self._data == other if isinstance(other, Mapping) else NotImplemented
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("FrozenDict is immutable")
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(frozenset(self.items()))
 
     def __repr__(self) -> str:
-        return f"FrozenDict({self._data!r})"
+        return f"FrozenDict({dict.__repr__(self)})"
 
-    def __reduce__(self):
-        return (FrozenDict, (self._data,))
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
 
 
 def _type_name(value: Any) -> str:
@@ -122,61 +133,65 @@ def _fields(value: Any) -> list[tuple[str, Any]] | None:
 
 def freeze_deep(value: Any, *, root: str = "value") -> Any:
     """A deeply immutable equivalent of *value*, or ``RactorBoundaryError`` naming the path."""
-    cls = type(value)
-    if cls in _SCALARS or isinstance(value, (enum.Enum, PurePath)) or (cls is FrozenDict and value._deep):
-        return value
-    frozen = _freeze_plain(value, 0)
+    frozen = _freeze_plain(value, FrozenDict, _LEAF_TYPES, _NOT_PLAIN)
     return frozen if frozen is not _NOT_PLAIN else _Freezer(root).run(value)
 
 
 _NOT_PLAIN = object()
 _PLAIN_DEPTH = 64  # beyond it (deep nesting, or a cycle) the iterative walker takes over
+_BUILTIN_SCALARS = frozenset({str, int, float, type(None), bool, bytes, complex})
+# Exact types whose instances are immutable leaves: the scalars, and each Enum and
+# PurePath subclass once the walker has met it (then the fast path passes it too).
+_LEAF_TYPES: set[type] = set(_SCALARS)
 
 
-def _deep_frozen_dict(data: dict) -> FrozenDict:
-    frozen = FrozenDict.__new__(FrozenDict)
-    object.__setattr__(frozen, "_data", data)
-    object.__setattr__(frozen, "_hash", None)
-    object.__setattr__(frozen, "_deep", True)
-    return frozen
+def _freeze_plain_py(value: Any, frozen_dict: type, leaf_types: set[type], not_plain: Any, depth: int = 0) -> Any:
+    """The fast path for plain data: builtin containers of leaves, with builtin-scalar keys.
 
-
-def _freeze_plain(value: Any, depth: int) -> Any:
-    """Fast path for the common case: scalars in tuples, lists and str/scalar-keyed dicts.
-
-    Returns ``_NOT_PLAIN`` on anything else, and the walker below redoes the
-    value with paths for its error messages; this path computes no paths.
+    Returns *not_plain* on anything else, and the walker below redoes the value
+    with paths for its error messages; this path computes no paths. The C
+    module ``_freeze`` implements exactly this function, much faster.
     """
     cls = type(value)
-    if depth > _PLAIN_DEPTH:
-        return _NOT_PLAIN
-    if cls is tuple or cls is list:
-        for item in value:
-            if type(item) not in _SCALARS:
-                break
-        else:  # only scalars (the common case, and every map() argument column): no rebuild
-            return value if cls is tuple else tuple(value)
-        items, changed = [], cls is list
-        for item in value:
-            frozen = item if type(item) in _SCALARS else _freeze_plain(item, depth + 1)
-            if frozen is _NOT_PLAIN:
-                return _NOT_PLAIN
-            changed = changed or frozen is not item
-            items.append(frozen)
-        return tuple(items) if changed else value
-    if cls is dict or cls is FrozenDict:
-        if cls is FrozenDict and value._deep:
-            return value
-        data = {}
-        for key, item in value.items():
-            frozen = item if type(item) in _SCALARS else _freeze_plain(item, depth + 1)
-            if type(key) not in _SCALARS or frozen is _NOT_PLAIN:
-                return _NOT_PLAIN
-            data[key] = frozen
-        return _deep_frozen_dict(data)
-    if cls in _SCALARS:
+    if cls in _BUILTIN_SCALARS or cls is frozen_dict:
         return value
-    return _NOT_PLAIN
+    if cls is tuple or cls is list or cls is dict:
+        if depth > _PLAIN_DEPTH:
+            return not_plain
+        if cls is dict:
+            frozen = dict.__new__(frozen_dict)
+            for key, item in value.items():
+                if type(key) not in _BUILTIN_SCALARS:
+                    return not_plain
+                frozen_item = _freeze_plain_py(item, frozen_dict, leaf_types, not_plain, depth + 1)
+                if frozen_item is not_plain:
+                    return not_plain
+                dict.__setitem__(frozen, key, frozen_item)
+            return frozen
+        items = tuple(value)
+        out = []
+        for item in items:
+            frozen_item = _freeze_plain_py(item, frozen_dict, leaf_types, not_plain, depth + 1)
+            if frozen_item is not_plain:
+                return not_plain
+            out.append(frozen_item)
+        return items if all(a is b for a, b in zip(out, items, strict=True)) else tuple(out)
+    if cls in leaf_types:
+        return value
+    if cls is set or cls is frozenset:
+        if not all(type(item) in _BUILTIN_SCALARS for item in value):
+            return not_plain
+        return value if cls is frozenset else frozenset(value)
+    if cls is bytearray:
+        return bytes(value)
+    return not_plain
+
+
+try:
+    from robotlab.parallel._freeze import freeze_plain as _freeze_plain_c
+except ImportError:  # built without a C compiler: the same results, slower
+    _freeze_plain_c = None
+_freeze_plain = _freeze_plain_c or _freeze_plain_py
 
 
 class _Freezer:
@@ -194,7 +209,10 @@ class _Freezer:
         def push(v: Any, path: str) -> Any:
             """Return a leaf's frozen value directly, or None after pushing a frame."""
             cls = type(v)
-            if cls in _SCALARS or isinstance(v, (enum.Enum, PurePath)) or (cls is FrozenDict and v._deep):
+            if cls in _LEAF_TYPES or cls is FrozenDict:
+                return ("leaf", v)
+            if isinstance(v, (enum.Enum, PurePath)):
+                _LEAF_TYPES.add(cls)
                 return ("leaf", v)
             kind, children = self.children(v, path)
             if id(v) in on_path:
@@ -227,7 +245,7 @@ class _Freezer:
     @staticmethod
     def children(v: Any, path: str) -> tuple[str, list[tuple[str, Any]]]:
         cls = type(v)
-        if cls is dict or cls is FrozenDict:
+        if cls is dict:
             items = []
             for k, item in v.items():
                 items.append((f" (key {k!r})", k))
@@ -251,11 +269,8 @@ class _Freezer:
         originals = [c for _, c in children]
         unchanged = all(a is b for a, b in zip(originals, results, strict=True))
         if kind == "dict":
-            if type(v) is FrozenDict and unchanged:
-                frozen = v
-            else:
-                frozen = FrozenDict(zip(results[0::2], results[1::2], strict=True))
-            object.__setattr__(frozen, "_deep", True)
+            frozen = dict.__new__(FrozenDict)  # not FrozenDict(): its values are frozen already
+            dict.update(frozen, zip(results[0::2], results[1::2], strict=True))
             return frozen
         if kind == "tuple":
             return v if unchanged else tuple(results)
