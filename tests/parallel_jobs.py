@@ -33,6 +33,12 @@ def kill_self():
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def add_or_die(a, b, die=False):
+    if die:
+        kill_self()
+    return a + b
+
+
 def exit_now(code=3):
     os._exit(code)
 

@@ -82,6 +82,9 @@ def test_map_keeps_input_order_for_any_chunksize(pool):
     assert list(pool.map(jobs.add, range(200), range(200), chunksize=1)) == expected
     assert list(pool.map(jobs.add, range(200), range(200), chunksize=7)) == expected
     assert list(pool.map(jobs.add, [], [])) == []
+    # like the builtin map: as many calls as the shortest iterable has items
+    assert list(pool.map(jobs.add, range(10), range(5), chunksize=2)) == list(map(jobs.add, range(10), range(5)))
+    assert list(pool.map(jobs.add, iter(range(9)), (1 for _ in range(20)))) == [i + 1 for i in range(9)]
 
 
 def test_map_timeout_raises_and_cancels_the_rest():
@@ -313,6 +316,35 @@ def test_a_crash_mid_batch_requeues_the_jobs_queued_behind_it():
                 outcomes.append("crashed")
         assert outcomes.count("crashed") == 1
         assert [o for o in outcomes if o != "crashed"] == list(range(40))
+
+
+def test_a_crash_behind_a_deep_pipeline_of_short_jobs_requeues_all_of_them():
+    with WorkerPool(size=2) as supervised:
+        assert [supervised.submit(jobs.add_or_die, i, 0).result(30) for i in range(20)] == list(range(20))
+        # add_or_die is now known to be short: workers hold several of them at once
+        futures = [supervised.submit(jobs.add_or_die, i, 0) for i in range(30)]
+        futures.insert(15, supervised.submit(jobs.add_or_die, 0, 0, die=True))
+        futures += [supervised.submit(jobs.add_or_die, i, 0) for i in range(30, 60)]
+        outcomes = []
+        for f in futures:
+            try:
+                outcomes.append(f.result(30))
+            except WorkerCrashed:
+                outcomes.append("crashed")
+        assert outcomes.count("crashed") == 1
+        assert [o for o in outcomes if o != "crashed"] == list(range(60))
+
+
+def test_a_job_never_waits_behind_a_job_known_to_be_slow():
+    with WorkerPool(size=2) as two:
+        for _ in range(3):  # learn that sleep takes more than a millisecond
+            assert two.submit(jobs.sleep, 0.01).result(30) == 0.01
+        slow = two.submit(jobs.sleep, 5)
+        quick = [two.submit(jobs.sleep, 0.01) for _ in range(6)]
+        # all run on the other worker, one after another, while the slow job still runs
+        assert [f.result(4) for f in quick] == [0.01] * 6
+        assert not slow.done()
+        two.terminate()  # do not wait for the slow job
 
 
 def test_one_hundred_consecutive_crashes_and_the_pool_still_serves():

@@ -108,8 +108,8 @@ def _run(kind: str, target: str, args: tuple, kwargs: dict, memory: MemoryProxy 
         fn = _resolved[target] = resolve(target)
     if kind == "call":
         return fn(*args, **kwargs)
-    if kind == "batch":  # one map chunk: fn applied to each argument tuple
-        return [fn(*item) for item in args]
+    if kind == "batch":  # one map chunk: args are slices of the argument columns
+        return list(map(fn, *args))
     return _run_tool(fn, target, kwargs, memory, hooks, hook_metadata, text_errors=kind == "tool_text")
 
 

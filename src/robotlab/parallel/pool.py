@@ -69,8 +69,11 @@ BACKENDS = ("process", "thread", "subinterpreter", "ray")
 _MAX_START_FAILURES = 3
 logger = logging.getLogger("robotlab.parallel")
 # Jobs in flight per worker: while it runs one, the next already waits in its pipe,
-# so a worker never idles for a round trip through the supervisor.
-_PIPELINE = 2
+# so a worker never idles for a round trip through the parent. How many depends on
+# how long jobs of the same kind and target took so far (a moving average):
+_PIPELINE = 2  # unknown yet
+_PIPELINE_SHORT = 8  # all short: a stream of tiny jobs never starves the workers
+_SHORT_JOB = 0.001  # seconds; a job never waits behind a longer one, it goes to the next free worker
 # A caller reading its own result re-checks the pool this often: the pipe it waits on may have
 # been closed under it (an abandoned interpreter never writes, and poll() does not see a close).
 _READ_SLICE = 0.05
@@ -98,6 +101,8 @@ class _Job:
     deadline: float | None = None
     running: bool = False  # its future is RUNNING (it was sent to a worker at least once)
     worker: _Worker | None = None  # the one it was last sent to
+    sent: float = 0.0  # when it was last sent (time.perf_counter())
+    profile: tuple[str, str] = ("call", "")  # (kind, target): its run time is learned under this key
 
 
 class _PoolFuture(Future):
@@ -131,6 +136,7 @@ class _Worker:
     ready: bool = False
     jobs: collections.deque[_Job] = field(default_factory=collections.deque)  # jobs[0] is running
     jobs_done: int = 0
+    last_done: float = 0.0  # when its last result arrived (time.perf_counter())
     reader: bool = False  # a caller is reading its pipe (see _PoolFuture); the supervisor is not
     hung_up: bool = False  # its pipe reached EOF: it stopped, and its sentinel tells the supervisor
 
@@ -220,6 +226,7 @@ class WorkerPool(Executor):
         self._retiring: list[Any] = []  # workers told to stop, joined once their sentinel fires
         self._abandoned: list[Any] = []  # timed-out interpreters that cannot be stopped (see _expire)
         self._start_failures = 0
+        self._durations: dict[tuple[str, str], float] = {}  # moving average of run time by job profile
         self._broken: str | None = None
         self._shutdown = False
         self._all_ready = threading.Event()
@@ -286,20 +293,22 @@ class WorkerPool(Executor):
         and is raised when iteration reaches it.
         """
         path = self._path(fn)
-        # Freezing each iterable as one flat tuple is far cheaper than freezing every call's
-        # argument tuple, and tuples of frozen values are frozen: the chunks need no second pass.
+        # Each iterable is frozen once as a flat tuple, and a chunk travels as slices of
+        # these columns (the worker runs map(fn, *slices)): no tuple per call to build,
+        # freeze or pickle. Slices of frozen tuples are frozen: no second pass.
         columns = [freeze_deep(tuple(iterable), root=f"iterables[{i}]") for i, iterable in enumerate(iterables)]
-        calls = list(zip(*columns, strict=False))
+        count = min(map(len, columns), default=0)
         if chunksize is None:
-            chunksize = max(1, math.ceil(len(calls) / (4 * self.size)))
+            chunksize = max(1, math.ceil(count / (4 * self.size)))
         elif not isinstance(chunksize, int) or chunksize < 1:
             raise ConfigurationError(f"chunksize must be an integer >= 1; got {chunksize!r}")
         end = None if timeout is None else time.monotonic() + timeout
         if chunksize == 1:
-            futures = [self._submit("call", path, call, {}, None, frozen=True) for call in calls]
+            futures = [self._submit("call", path, call, {}, None, frozen=True) for call in zip(*columns, strict=False)]
         else:
-            futures = [self._submit("batch", path, tuple(calls[i:i + chunksize]), {}, None, frozen=True)
-                       for i in range(0, len(calls), chunksize)]
+            futures = [self._submit("batch", path, tuple(column[i:i + chunksize] for column in columns), {}, None,
+                                    frozen=True)
+                       for i in range(0, count, chunksize)]
 
         def results() -> Iterator[Any]:
             try:
@@ -431,7 +440,7 @@ class WorkerPool(Executor):
             self._memories[memory_id] = memory
         frame = wire.encode((job_id, kind, target, job_args, job_kwargs, memory_id, hooks))
         future = _PoolFuture(self)
-        job = future._job = _Job(job_id, frame, future, target, timeout)
+        job = future._job = _Job(job_id, frame, future, target, timeout, profile=(kind, target))
         with self._lock:
             if self._broken is not None:
                 raise Error(self._broken)
@@ -508,26 +517,45 @@ class WorkerPool(Executor):
 
     def _can_queue(self, worker: _Worker, job: _Job) -> bool:
         queued = len(worker.jobs)
-        if not worker.ready or queued >= _PIPELINE:
+        if not worker.ready:
             return False
-        if queued and job.timeout is not None:
-            return False  # its clock must start when it starts: only an idle worker takes it
+        if queued:
+            if job.timeout is not None:
+                return False  # its clock must start when it starts: only an idle worker takes it
+            if not self._may_wait_behind(worker, job):
+                return False
         return self._max_tasks is None or worker.jobs_done + queued < self._max_tasks
 
+    def _may_wait_behind(self, worker: _Worker, job: _Job) -> bool:
+        """Whether *job* may wait in *worker*'s pipe behind the jobs already there (see _PIPELINE)."""
+        profiles = [j.profile for j in worker.jobs]
+        profiles.append(job.profile)
+        durations = self._durations
+        if any(durations.get(p, 0.0) >= _SHORT_JOB for p in profiles):
+            return False
+        limit = _PIPELINE_SHORT if all(p in durations for p in profiles) else _PIPELINE
+        return len(worker.jobs) < limit
+
+    def _learn_duration(self, job: _Job, seconds: float) -> None:
+        average = self._durations.get(job.profile)
+        self._durations[job.profile] = seconds if average is None else 0.8 * average + 0.2 * seconds
+
     def _worker_for(self, job: _Job) -> _Worker | None:
-        """An idle worker, else one whose pipe can hold *job* behind its current job."""
-        fallback = None
+        """An idle worker, else the least loaded one whose pipe can hold *job* behind its jobs."""
+        best = None
         for worker in self._workers:
             if self._can_queue(worker, job):
                 if not worker.jobs:
                     return worker
-                fallback = fallback or worker
-        return fallback
+                if best is None or len(worker.jobs) < len(best.jobs):
+                    best = worker
+        return best
 
     def _start(self, worker: _Worker, job: _Job) -> None:
         """Send *job* (already marked running) down *worker*'s pipe."""
         if job.timeout is not None:
             job.deadline = time.monotonic() + job.timeout
+        job.sent = time.perf_counter()
         job.worker = worker
         worker.jobs.append(job)
         with contextlib.suppress(OSError):  # it died: its sentinel fails the job as crashed
@@ -623,6 +651,10 @@ class WorkerPool(Executor):
             return self._fail_all(f"WorkerPool is broken: the initializer failed in a worker:\n{message[1]}")
         job = worker.jobs.popleft() if worker.jobs else None
         worker.jobs_done += 1
+        now = time.perf_counter()
+        if job is not None:
+            self._learn_duration(job, now - max(job.sent, worker.last_done))  # it started when both had happened
+        worker.last_done = now
         settled: list[tuple[Future, Any]] = []
         if job is not None and job.id == message[1]:
             outcome = message[2] if tag == "ok" else _rebuild_error(*message[2:6])
