@@ -90,6 +90,12 @@ _LAZY: dict[str, str] = {
     "Task": "robotlab.task",
     "create_network": "robotlab.network",
     "shutdown_pool": "robotlab.parallel",
+    # agent skills (SKILL.md bundles)
+    "AgentSkill": "robotlab.skills",
+    "AgentSkillCatalog": "robotlab.skills",
+    "Capabilities": "robotlab.skills",
+    "ScriptTool": "robotlab.skills",
+    "TimeoutExecutor": "robotlab.skills",
 }
 
 __all__ = [
@@ -163,5 +169,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from robotlab.parallel import shutdown_pool
     from robotlab.result import RobotResult
     from robotlab.robot import Robot, build
+    from robotlab.skills import AgentSkill, AgentSkillCatalog, Capabilities, ScriptTool, TimeoutExecutor
     from robotlab.task import Task
     from robotlab.tools import Tool, ToolManifest, param, tool

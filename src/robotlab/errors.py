@@ -204,14 +204,16 @@ def retryable(exc: BaseException) -> bool:
     ``InferenceError`` and its subclasses are always retryable, except
     ``ToolLoopError`` (a circuit breaker: retrying re-triggers it).
     ``MCPError`` and ``ToolError`` are retryable only when raised with
-    ``retryable=True``. Everything else, non-robotlab errors included, never.
+    ``retryable=True``. ``WorkerCrashed`` (robotlab's own) always: the worker
+    was replaced, and what killed it (memory pressure, a lost node) is often
+    transient. Everything else, non-robotlab errors included, never.
 
     >>> retryable(ToolError("upstream unavailable", retryable=True))
     True
     """
     if isinstance(exc, ToolLoopError):
         return False
-    if isinstance(exc, InferenceError):
+    if isinstance(exc, (InferenceError, WorkerCrashed)):
         return True
     if isinstance(exc, _FlaggedRetryable):
         return exc.retryable
@@ -221,7 +223,8 @@ def retryable(exc: BaseException) -> bool:
 def retryable_classes() -> tuple[type[Error], ...]:
     """The classes whose instances can be retryable, per the table above.
 
-    ``InferenceError`` (always, ``ToolLoopError`` excepted) and ``MCPError`` /
-    ``ToolError`` (when flagged). Use :func:`retryable` to classify one error.
+    ``InferenceError`` (always, ``ToolLoopError`` excepted), ``MCPError`` /
+    ``ToolError`` (when flagged) and ``WorkerCrashed`` (always). Use
+    :func:`retryable` to classify one error.
     """
-    return (InferenceError, MCPError, ToolError)
+    return (InferenceError, MCPError, ToolError, WorkerCrashed)

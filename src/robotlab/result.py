@@ -20,6 +20,7 @@ class ToolCallRecord:
     error: str | None = None  # the exception text when the tool failed
     duration: float = 0.0  # seconds
     where: str = "thread"  # "thread", or the pool backend that ran it ("process", ...)
+    hook_metadata: dict[str, Any] = field(default_factory=dict)  # what tool_call hooks put in ctx.metadata
 
 
 @dataclass

@@ -22,13 +22,22 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from robotlab.budget import Ledger
 from robotlab.configuration import RunConfig, config
-from robotlab.errors import ConfigurationError, Error, InferenceError, ToolLoopError, ToolNotFoundError
+from robotlab.errors import (
+    ConfigurationError,
+    Error,
+    InferenceError,
+    JobTimeout,
+    ToolLoopError,
+    ToolNotFoundError,
+    WorkerCrashed,
+)
 from robotlab.hooks import (
     CompactionHookContext,
+    ExtensionState,
     HookRegistry,
     Hooks,
     LearnHookContext,
@@ -42,6 +51,9 @@ from robotlab.llm import LlmReply, LlmRequest, Model, ToolCall, assistant_messag
 from robotlab.memory import Memory
 from robotlab.result import RobotResult, ToolCallRecord
 from robotlab.tools import Tool, ToolManifest, as_tool_class
+
+if TYPE_CHECKING:
+    from robotlab.skills import AgentSkill
 
 __all__ = ["Robot", "build", "estimate_tokens", "render_template"]
 
@@ -95,6 +107,7 @@ class Robot:
         template: str | Path | None = None,
         context: dict[str, Any] | None = None,
         local_tools: Sequence[type[Tool] | Tool] = (),
+        skills: Sequence[AgentSkill | str] = (),
         config: RunConfig | None = None,
         memory: Memory | None = None,
         auto_compact: str | Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
@@ -119,7 +132,13 @@ class Robot:
         self.auto_compact = auto_compact
         self.memory = memory if memory is not None else Memory()
         self.hooks = HookRegistry()
+        self.skills: tuple[AgentSkill, ...] = ()
+        if skills:  # imported only when used: most robots have no skills
+            from robotlab.skills import resolve_skills
+
+            self.skills = resolve_skills(skills, where=f"robot {name!r}")
         self._tool_classes = [as_tool_class(t) for t in local_tools]
+        self._tool_classes += [t for skill in self.skills for t in skill.script_tools]
         self.tools = ToolManifest(cls(robot=self, memory=self.memory) for cls in self._tool_classes)
         self._messages: list[dict[str, Any]] = []
         self._learnings: list[str] = []
@@ -253,7 +272,9 @@ class Robot:
         return self._ledger
 
     def _system_message(self) -> dict[str, Any] | None:
-        parts = [self.system_prompt] if self.system_prompt else []
+        parts = [skill.instructions for skill in self.skills if skill.instructions]  # skills first, as robot_lab
+        if self.system_prompt:
+            parts.append(self.system_prompt)
         if self._learnings:
             parts.append("Things you have learned:\n" + "\n".join(f"- {t}" for t in self._learnings))
         return {"role": "system", "content": "\n\n".join(parts)} if parts else None
@@ -292,7 +313,7 @@ class Robot:
             if len(result.tool_calls) + len(reply.tool_calls) > max_rounds:
                 self._broken_by = ToolLoopError.for_limit(max_rounds)
                 raise self._broken_by
-            records = self._run_tool_calls(tools, reply.tool_calls)
+            records = self._run_tool_calls(tools, reply.tool_calls, cfg)
             result.tool_calls.extend(records)
             for record in records:
                 self._messages.append(tool_message(record.id, _as_text(record.result)))
@@ -369,14 +390,15 @@ class Robot:
                 raise overspent
         return reply
 
-    def _run_tool_calls(self, tools: ToolManifest, calls: list[ToolCall]) -> list[ToolCallRecord]:
+    def _run_tool_calls(self, tools: ToolManifest, calls: list[ToolCall], cfg: RunConfig) -> list[ToolCallRecord]:
         if len(calls) == 1:
-            return [self._run_tool_call(tools, calls[0])]
-        # Several calls in one reply run at once; the pool threads carry the hook scope.
-        with ScopedThreadPoolExecutor(max_workers=len(calls), thread_name_prefix=f"{self.name}-tools") as pool:
-            return list(pool.map(lambda c: self._run_tool_call(tools, c), calls))
+            return [self._run_tool_call(tools, calls[0], cfg)]
+        # Several calls in one reply run at once (parallel_safe ones on the worker pool);
+        # these threads carry the hook scope.
+        with ScopedThreadPoolExecutor(max_workers=len(calls), thread_name_prefix=f"{self.name}-tools") as threads:
+            return list(threads.map(lambda c: self._run_tool_call(tools, c, cfg), calls))
 
-    def _run_tool_call(self, tools: ToolManifest, call: ToolCall) -> ToolCallRecord:
+    def _run_tool_call(self, tools: ToolManifest, call: ToolCall, cfg: RunConfig) -> ToolCallRecord:
         started = time.perf_counter()
         record = ToolCallRecord(id=call.id, name=call.name, arguments=dict(call.arguments))
         try:
@@ -385,7 +407,12 @@ class Robot:
             record.error = str(exc)
             record.result = f"Error ({call.name}): {exc}"
         else:
-            record.result = tool.call(call.arguments)
+            if type(tool).parallel_safe and cfg.get("parallel_tools") and cfg.pool_backend != "thread":
+                record.result, record.hook_metadata, record.where = _call_on_pool(tool, call, cfg)
+            else:
+                metadata = ExtensionState()
+                record.result = tool.call(call.arguments, metadata=metadata)
+                record.hook_metadata = metadata.to_dict()
             if isinstance(record.result, str) and record.result.startswith(f"Error ({tool.name}): "):
                 record.error = record.result
         record.duration = time.perf_counter() - started
@@ -424,6 +451,27 @@ class Robot:
             return ctx.compacted_messages
 
         self._messages = [dict(m) for m in Hooks.run("compaction", ctx, registries, per_run, body)]
+
+
+def _call_on_pool(tool: Tool, call: ToolCall, cfg: RunConfig) -> tuple[Any, dict[str, Any], str]:
+    """Run a ``parallel_safe`` tool call on the default pool: (result, hook metadata, backend).
+
+    The worker runs a fresh instance inside the run's ``tool_call`` hooks, so
+    the robot sees what it would see in-process; a worker that dies or times
+    out fails the call like a tool error (re-raised with ``raise_on_error``).
+    """
+    from robotlab.parallel import default_pool
+
+    pool = default_pool(cfg.pool_backend, cfg.pool_size)
+    future = pool.submit_tool(type(tool), call.arguments, memory=tool.memory,
+                              errors="raise" if tool.raise_on_error else "text")
+    try:
+        result = future.result()
+    except (WorkerCrashed, JobTimeout) as exc:
+        if tool.raise_on_error:
+            raise
+        result = tool.format_error(exc)
+    return result, future.hook_metadata or {}, pool.backend
 
 
 def _context_window_of(model: Model) -> int | None:
@@ -469,6 +517,7 @@ def build(
     template: str | Path | None = None,
     context: dict[str, Any] | None = None,
     local_tools: Sequence[type[Tool] | Tool] = (),
+    skills: Sequence[AgentSkill | str] = (),
     config: RunConfig | None = None,
     **options: Any,
 ) -> Robot:
@@ -486,6 +535,7 @@ def build(
         template=template,
         context=context,
         local_tools=local_tools,
+        skills=skills,
         config=config,
         **options,
     )

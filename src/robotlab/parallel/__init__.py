@@ -28,6 +28,8 @@ _LAZY: dict[str, str] = {
     "WorkerPool": "robotlab.parallel.pool",
     "RemoteTraceback": "robotlab.parallel.pool",
     "memory": "robotlab.parallel.memory_proxy",
+    "default_pool": "robotlab.parallel.shared_pools",
+    "shutdown_pool": "robotlab.parallel.shared_pools",
 }
 
 __all__ = ["JobTimeout", "RactorBoundaryError", "WireError", "WorkerCrashed", *_LAZY]

@@ -6,9 +6,10 @@ litellm; a job may import them itself). Messages to the parent are tuples:
 
 - ``("ready", ident)`` once, after the initializer ran;
 - ``("init_error", traceback_text)`` if the initializer raised (then the worker ends);
-- ``("ok", job_id, result, hook_metadata)`` /
-  ``("err", job_id, exception_frame, type_name, message, traceback_text, hook_metadata)``,
-  where *hook_metadata* is what ``tool_call`` hooks recorded in ``ctx.metadata`` (or None);
+- ``("ok", job_id, result, hook_metadata, seconds)`` /
+  ``("err", job_id, exception_frame, type_name, message, traceback_text, hook_metadata, seconds)``,
+  where *hook_metadata* is what ``tool_call`` hooks recorded in ``ctx.metadata`` (or None)
+  and *seconds* how long the job ran (the pool schedules by it);
 - ``("log", record_fields)`` for every log record at or above the parent's level;
 - ``("memory", memory_id, op, args)``: a request to the parent's Memory, answered
   with ``("memory", ok, payload)`` (see ``memory_proxy``).
@@ -27,6 +28,7 @@ import re
 import struct
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -162,14 +164,14 @@ def _refused_import(exc: BaseException) -> DependencyError | None:
     return None
 
 
-def _error_reply(job_id: int, exc: BaseException, hook_metadata: dict | None) -> bytes:
+def _error_reply(job_id: int, exc: BaseException, hook_metadata: dict | None, seconds: float) -> bytes:
     exc = _refused_import(exc) or exc
     try:
         frame = _encode(exc)
     except Exception:
         frame = None  # the parent rebuilds a robotlab Error from the name and message
     name = f"{type(exc).__module__}.{type(exc).__qualname__}"
-    return _encode(("err", job_id, frame, name, str(exc), traceback.format_exc(), hook_metadata))
+    return _encode(("err", job_id, frame, name, str(exc), traceback.format_exc(), hook_metadata, seconds))
 
 
 def _encode(message: Any) -> bytes:
@@ -206,15 +208,16 @@ def serve(channel: Channel, ident: int, log_level: int, initializer: str | None,
             return  # orderly stop
         job_id, kind, target, args, kwargs, memory_id, hooks = job
         hook_metadata: dict = {}
+        started = time.perf_counter()
         try:
             with job_memory(link, memory_id) as memory:
                 result = _run(kind, target, args, kwargs, memory, hooks, hook_metadata)
             try:
-                reply = _encode(("ok", job_id, result, hook_metadata or None))
+                reply = _encode(("ok", job_id, result, hook_metadata or None, time.perf_counter() - started))
             except WireError as exc:
                 raise WireError(f"the result of {target} cannot be sent back to the parent: {exc}") from exc
         except BaseException as exc:
-            reply = _error_reply(job_id, exc, hook_metadata or None)
+            reply = _error_reply(job_id, exc, hook_metadata or None, time.perf_counter() - started)
         try:
             send_frame(reply)
         except OSError:

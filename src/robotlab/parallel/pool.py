@@ -68,12 +68,13 @@ BACKENDS = ("process", "thread", "subinterpreter", "ray")
 # (a crashing import or interpreter start would otherwise respawn forever).
 _MAX_START_FAILURES = 3
 logger = logging.getLogger("robotlab.parallel")
-# Jobs in flight per worker: while it runs one, the next already waits in its pipe,
-# so a worker never idles for a round trip through the parent. How many depends on
-# how long jobs of the same kind and target took so far (a moving average):
-_PIPELINE = 2  # unknown yet
-_PIPELINE_SHORT = 8  # all short: a stream of tiny jobs never starves the workers
-_SHORT_JOB = 0.001  # seconds; a job never waits behind a longer one, it goes to the next free worker
+# Jobs in flight per worker. Jobs whose kind and target have taken less than _SHORT_JOB
+# on average so far wait in the pipe of a busy worker, up to _PIPELINE of them, so a
+# stream of tiny jobs never leaves a worker idle for a round trip through the parent.
+# Any other job (slow, or not yet measured) goes only to an idle worker: it never waits
+# behind another job while a worker is free, and jobs that wait for each other both run.
+_PIPELINE = 8
+_SHORT_JOB = 0.001  # seconds
 # A caller reading its own result re-checks the pool this often: the pipe it waits on may have
 # been closed under it (an abandoned interpreter never writes, and poll() does not see a close).
 _READ_SLICE = 0.05
@@ -101,7 +102,6 @@ class _Job:
     deadline: float | None = None
     running: bool = False  # its future is RUNNING (it was sent to a worker at least once)
     worker: _Worker | None = None  # the one it was last sent to
-    sent: float = 0.0  # when it was last sent (time.perf_counter())
     profile: tuple[str, str] = ("call", "")  # (kind, target): its run time is learned under this key
 
 
@@ -136,7 +136,6 @@ class _Worker:
     ready: bool = False
     jobs: collections.deque[_Job] = field(default_factory=collections.deque)  # jobs[0] is running
     jobs_done: int = 0
-    last_done: float = 0.0  # when its last result arrived (time.perf_counter())
     reader: bool = False  # a caller is reading its pipe (see _PoolFuture); the supervisor is not
     hung_up: bool = False  # its pipe reached EOF: it stopped, and its sentinel tells the supervisor
 
@@ -227,6 +226,7 @@ class WorkerPool(Executor):
         self._abandoned: list[Any] = []  # timed-out interpreters that cannot be stopped (see _expire)
         self._start_failures = 0
         self._durations: dict[tuple[str, str], float] = {}  # moving average of run time by job profile
+        self._short: set[tuple[str, str]] = set()  # the profiles whose average is under _SHORT_JOB
         self._broken: str | None = None
         self._shutdown = False
         self._all_ready = threading.Event()
@@ -528,17 +528,17 @@ class WorkerPool(Executor):
 
     def _may_wait_behind(self, worker: _Worker, job: _Job) -> bool:
         """Whether *job* may wait in *worker*'s pipe behind the jobs already there (see _PIPELINE)."""
-        profiles = [j.profile for j in worker.jobs]
-        profiles.append(job.profile)
-        durations = self._durations
-        if any(durations.get(p, 0.0) >= _SHORT_JOB for p in profiles):
-            return False
-        limit = _PIPELINE_SHORT if all(p in durations for p in profiles) else _PIPELINE
-        return len(worker.jobs) < limit
+        short = self._short
+        return (len(worker.jobs) < _PIPELINE and job.profile in short
+                and all(queued.profile in short for queued in worker.jobs))
 
     def _learn_duration(self, job: _Job, seconds: float) -> None:
         average = self._durations.get(job.profile)
-        self._durations[job.profile] = seconds if average is None else 0.8 * average + 0.2 * seconds
+        average = self._durations[job.profile] = seconds if average is None else 0.8 * average + 0.2 * seconds
+        if average < _SHORT_JOB:
+            self._short.add(job.profile)
+        else:
+            self._short.discard(job.profile)
 
     def _worker_for(self, job: _Job) -> _Worker | None:
         """An idle worker, else the least loaded one whose pipe can hold *job* behind its jobs."""
@@ -555,7 +555,6 @@ class WorkerPool(Executor):
         """Send *job* (already marked running) down *worker*'s pipe."""
         if job.timeout is not None:
             job.deadline = time.monotonic() + job.timeout
-        job.sent = time.perf_counter()
         job.worker = worker
         worker.jobs.append(job)
         with contextlib.suppress(OSError):  # it died: its sentinel fails the job as crashed
@@ -651,14 +650,11 @@ class WorkerPool(Executor):
             return self._fail_all(f"WorkerPool is broken: the initializer failed in a worker:\n{message[1]}")
         job = worker.jobs.popleft() if worker.jobs else None
         worker.jobs_done += 1
-        now = time.perf_counter()
-        if job is not None:
-            self._learn_duration(job, now - max(job.sent, worker.last_done))  # it started when both had happened
-        worker.last_done = now
         settled: list[tuple[Future, Any]] = []
         if job is not None and job.id == message[1]:
+            *_, job.future.hook_metadata, seconds = message
+            self._learn_duration(job, seconds)
             outcome = message[2] if tag == "ok" else _rebuild_error(*message[2:6])
-            job.future.hook_metadata = message[-1]
             settled.append((job.future, outcome))
         if self._max_tasks is not None and worker.jobs_done >= self._max_tasks:
             with contextlib.suppress(OSError):
@@ -828,7 +824,7 @@ class WorkerPool(Executor):
                 except WireError as exc:  # fail the job, keep the pool
                     if not worker.jobs:
                         continue
-                    message = ("err", worker.jobs[0].id, None, "robotlab.errors.WireError", str(exc), "", None)
+                    message = ("err", worker.jobs[0].id, None, "robotlab.errors.WireError", str(exc), "", None, 0.0)
                 settled += self._on_message(worker, message)
         except (EOFError, OSError):
             worker.hung_up = True  # it died: its sentinel is ready too
