@@ -31,7 +31,7 @@ def run(robot_tools, replies, **options):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_parallel_safe_tools_run_on_the_pool_and_others_in_process(backend):
-    robot, result = run([tool_jobs.WhereAmI, tool_jobs.word_count, tool_jobs.word_count_in_process],
+    _, result = run([tool_jobs.WhereAmI, tool_jobs.word_count, tool_jobs.word_count_in_process],
                         [[call("where_am_i", tag="a"), call("word_count", text="one two three"),
                           call("word_count_in_process", text="x y")], "done"], pool_backend=backend)
     where, words, local_words = result.tool_calls
@@ -112,7 +112,7 @@ def test_a_hook_workers_cannot_import_fails_the_run_before_dispatch():
 
 
 def test_a_worker_dying_in_a_tool_call_is_a_tool_error_for_the_model_and_the_pool_recovers():
-    robot, result = run([tool_jobs.DieHard, tool_jobs.word_count],
+    _, result = run([tool_jobs.DieHard, tool_jobs.word_count],
                         [call("die_hard", how="now"), call("word_count", text="still here"), "recovered"])
     died, counted = result.tool_calls
     assert died.error.startswith("Error (die_hard): Worker pid ") and "signal SIGKILL" in died.error
@@ -155,7 +155,7 @@ def test_assert_parallel_safe_refuses_what_cannot_cross_at_all():
     class Nested(tool_jobs.WhereAmI):
         pass
 
-    with pytest.raises(AssertionError, match="cannot be shipped to a worker: .*inside a function"):
+    with pytest.raises(AssertionError, match=r"cannot be shipped to a worker: .*inside a function"):
         assert_parallel_safe(Nested, {"tag": "x"})
     with pytest.raises(AssertionError, match=r"sample_args\['tag'\]: _io.StringIO is not shareable"):
         import io
