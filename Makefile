@@ -8,11 +8,13 @@ VENV313 := .venv-3.13
 PYTEST_ARGS ?=
 
 export LITELLM_LOCAL_MODEL_COST_MAP := True
-# gcc is here: the tests fail, rather than skip, if the C fast path of freeze_deep was not built.
+# The tests fail, rather than skip, when the C fast path of freeze_deep was not built
+# or redis-server (which the redis-server target below installs) is missing.
 export ROBOTLAB_REQUIRE_ACCELERATOR := 1
+export ROBOTLAB_REQUIRE_REDIS := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test test-default test-3.13 lint bench clean
+.PHONY: demo test test-default test-3.13 lint bench clean redis-server
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/robotlab demo
@@ -22,10 +24,10 @@ test: lint test-default test-3.13
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests benchmarks examples
 
-test-default: $(VENV)/.installed
+test-default: $(VENV)/.installed redis-server
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
-test-3.13:
+test-3.13: redis-server
 ifeq ($(strip $(PY313)),)
 	@echo "CPython 3.13 not found: subinterpreter suite not run on this machine"
 else
@@ -45,6 +47,16 @@ $(VENV313)/.installed: pyproject.toml src/robotlab/parallel/_freeze.c
 	$(PYTHON_FOR_VENV) -m venv $(VENV_DIR)
 	$(VENV_DIR)/bin/python -m pip install -q -e '.[dev]'
 	touch $@
+
+# The Redis memory tests start their own redis-server (tests/redis_server.py): install the
+# Debian package when the binary is missing, and stop the system service it may start.
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  command -v apt-get >/dev/null 2>&1 || { echo "redis-server is missing and there is no apt-get: install Redis to run the tests"; exit 1; }; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  echo "installing redis-server (Debian package) for the Redis memory tests"; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends redis-server; \
+	  $$SUDO systemctl disable --now redis-server >/dev/null 2>&1 || $$SUDO service redis-server stop >/dev/null 2>&1 || true; }
 
 clean:
 	rm -rf $(VENV) $(VENV313) build dist .pytest_cache .ruff_cache

@@ -6,6 +6,7 @@ import copy
 import json
 import logging
 import pickle
+import sys
 import threading
 import time
 from enum import Enum
@@ -734,8 +735,7 @@ def test_cache_comes_from_the_semantic_cache_extension():
 
 
 DOCUMENTS_MESSAGE = (
-    "document storage requires the robotlab[documents] extra (it registers the 'document_store' "
-    "extension). Install it with `pip install 'robotlab[documents]'`."
+    "document storage requires the robotlab[documents] extra. Install it with `pip install 'robotlab[documents]'`."
 )
 
 
@@ -801,7 +801,8 @@ def test_create_memory_options():
     assert create_memory(backend=None).keys() == []
 
 
-def test_create_memory_redis_needs_the_extra():
+def test_create_memory_redis_needs_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "redis", None)  # `import redis` fails, as without robotlab[redis]
     with pytest.raises(DependencyError) as info:
         create_memory(backend="redis")
     assert str(info.value) == (

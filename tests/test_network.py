@@ -4,7 +4,7 @@ import time
 import pytest
 
 import robotlab
-from robotlab import ConfigurationError, DependencyError
+from robotlab import ConfigurationError
 from robotlab.hooks import Hook
 from robotlab.llm import EchoModel, ScriptedModel, call
 from robotlab.task import UpstreamFailed
@@ -207,8 +207,6 @@ def test_parallel_modes_not_yet_available_raise_clearly():
     net.task("a", robotlab.build(name="a", model=EchoModel()))
     with pytest.raises(ConfigurationError, match="not available"):
         net.run("x")
-    with pytest.raises(DependencyError, match=r"pip install 'robotlab\[redis\]'"):
-        robotlab.create_memory(backend="redis")
 
 
 def test_demo_runs_offline(capsys):

@@ -85,6 +85,7 @@ _LAZY: dict[str, str] = {
     "Memory": "robotlab.memory",
     "StateProxy": "robotlab.memory",
     "create_memory": "robotlab.memory",
+    "RedisMemory": "robotlab.redis_memory",  # importing it does not import redis; opening one does
     "Network": "robotlab.network",
     "NetworkResult": "robotlab.network",
     "Task": "robotlab.task",
@@ -167,6 +168,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from robotlab.memory import Memory, StateProxy, create_memory
     from robotlab.network import Network, NetworkResult, create_network
     from robotlab.parallel import shutdown_pool
+    from robotlab.redis_memory import RedisMemory
     from robotlab.result import RobotResult
     from robotlab.robot import Robot, build
     from robotlab.skills import AgentSkill, AgentSkillCatalog, Capabilities, ScriptTool, TimeoutExecutor

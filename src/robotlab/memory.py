@@ -38,6 +38,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -72,9 +73,12 @@ _ACCESSOR_HINT = {
 #: Valid ``create_memory(backend=...)`` values.
 BACKENDS = ("memory", "redis")
 
+#: ``create_memory`` options that only ``backend="redis"`` takes.
+_REDIS_OPTIONS = ("url", "namespace", "serializer")
+
+# robot_lab's message with the gem and Gemfile line replaced by the extra and its pip command.
 _DOCUMENTS_MESSAGE = (
-    "document storage requires the robotlab[documents] extra (it registers the 'document_store' "
-    "extension). Install it with `pip install 'robotlab[documents]'`."
+    "document storage requires the robotlab[documents] extra. Install it with `pip install 'robotlab[documents]'`."
 )
 
 
@@ -549,22 +553,61 @@ class Memory:
 
 
 def create_memory(data: Mapping[str, Any] | None = None, enable_cache: bool = True, **options: Any) -> Memory:
-    """A new :class:`Memory`.
+    """A new :class:`Memory`: in this process, or in a Redis server shared by many processes.
 
-    Options: ``session_id=`` and ``backend=`` (``None`` or ``"memory"``;
-    ``"redis"`` needs the ``robotlab[redis]`` extra, not in this version).
+    Options:
+
+    * ``session_id=``: ``memory.session_id``.
+    * ``backend=``: ``None`` or ``"memory"`` (this process) or ``"redis"``
+      (needs the ``robotlab[redis]`` extra; see ``docs/persistence.md``).
+    * ``backend="redis"`` only: ``url=`` (default: the ``REDIS_URL``
+      environment variable), ``namespace=`` (default ``"robotlab:<session_id>"``)
+      and ``serializer=`` (``"json"``, the default, or ``"pickle"``).
+
     Anything else raises ``ConfigurationError``.
+
+    Example:
+        >>> memory = create_memory(data={"category": "billing"}, session_id="s-1")
+        >>> memory.data.category, memory.session_id
+        ('billing', 's-1')
     """
     backend = options.pop("backend", None)
     session_id = options.pop("session_id", None)
+    redis_options = {name: options.pop(name) for name in _REDIS_OPTIONS if name in options}
     if options:
         raise ConfigurationError(
-            f"unknown create_memory option(s): {', '.join(sorted(options))}; valid: backend, session_id"
+            f"unknown create_memory option(s): {', '.join(sorted(options))}; "
+            f"valid: backend, session_id, {', '.join(_REDIS_OPTIONS)}"
         )
     if backend in (None, "memory"):
+        if redis_options:
+            raise ConfigurationError(
+                f"create_memory option(s) {', '.join(redis_options)} apply to backend='redis' only"
+            )
         return Memory(data, enable_cache=enable_cache, session_id=session_id)
     if backend == "redis":
-        raise DependencyError.missing("create_memory(backend='redis')", "robotlab[redis]")
+        return _create_redis_memory(data, enable_cache, session_id, **redis_options)
     raise ConfigurationError(
         f"unknown memory backend {backend!r}; valid backends: {', '.join(repr(b) for b in BACKENDS)}"
     )
+
+
+def _create_redis_memory(
+    data: Mapping[str, Any] | None,
+    enable_cache: bool,
+    session_id: str | None,
+    url: str | None = None,
+    **options: Any,
+) -> Memory:
+    from robotlab.redis_memory.link import import_redis  # stdlib-only until a Redis memory is asked for
+
+    import_redis("create_memory(backend='redis')")
+    url = url if url is not None else os.environ.get("REDIS_URL")
+    if not url:
+        raise ConfigurationError(
+            "create_memory(backend='redis') needs url= (or the REDIS_URL environment variable), "
+            "e.g. url='redis://localhost:6379/0'"
+        )
+    from robotlab.redis_memory import RedisMemory
+
+    return RedisMemory(url, data, session_id=session_id, enable_cache=enable_cache, **options)
