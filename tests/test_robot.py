@@ -79,6 +79,31 @@ def test_circuit_breaker_and_clear_messages():
     assert robot.run("again").last_text_content == "fine"
 
 
+class Strict(robotlab.Tool):
+    raise_on_error = True
+
+    def execute(self, fail: bool) -> str:
+        if fail:
+            raise RuntimeError("strict tool failed")
+        return "fine"
+
+
+def test_a_failed_run_leaves_the_conversation_as_it_found_it():
+    model = ScriptedModel(["first answer", call("strict", fail=True), call("strict", fail=False), "second answer"])
+    robot = robotlab.build(name="strict", model=model, local_tools=[Strict], system_prompt="be strict")
+    robot.run("one")
+    before = robot.messages
+    with pytest.raises(RuntimeError, match="strict tool failed"):
+        robot.run("two", tools="inherit")
+    assert robot.messages == before  # no unanswered user turn, no tool call without its result
+    assert robot.run("three", tools="inherit").last_text_content == "second answer"
+    sent = model.calls[-1].messages  # what the next run sent the model: every tool call is answered
+    calls = {c["id"] for m in sent if m["role"] == "assistant" for c in m.get("tool_calls") or ()}
+    answers = {m["tool_call_id"] for m in sent if m["role"] == "tool"}
+    assert len(calls) == 1 and calls == answers
+    assert [m["content"] for m in sent if m["role"] == "user"] == ["one", "three"]
+
+
 def test_token_budget_refuses_before_the_call_and_reports_overspend():
     reply = LlmReply(text="x", usage=Usage(600, 100))
     model = ScriptedModel([reply, reply, reply])

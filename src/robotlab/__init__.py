@@ -97,6 +97,9 @@ _LAZY: dict[str, str] = {
     "Capabilities": "robotlab.skills",
     "ScriptTool": "robotlab.skills",
     "TimeoutExecutor": "robotlab.skills",
+    # MCP servers as tool sources (the mcp SDK is imported only on connect)
+    "MCPServer": "robotlab.mcp",
+    "MCPClient": "robotlab.mcp",
 }
 
 __all__ = [
@@ -165,6 +168,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         on,
         with_hook_scope,
     )
+    from robotlab.mcp import MCPClient, MCPServer
     from robotlab.memory import Memory, StateProxy, create_memory
     from robotlab.network import Network, NetworkResult, create_network
     from robotlab.parallel import shutdown_pool

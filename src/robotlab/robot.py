@@ -53,6 +53,7 @@ from robotlab.result import RobotResult, ToolCallRecord
 from robotlab.tools import Tool, ToolManifest, as_tool_class
 
 if TYPE_CHECKING:
+    from robotlab.mcp import MCPServer
     from robotlab.skills import AgentSkill
 
 __all__ = ["Robot", "build", "estimate_tokens", "render_template"]
@@ -108,6 +109,7 @@ class Robot:
         context: dict[str, Any] | None = None,
         local_tools: Sequence[type[Tool] | Tool] = (),
         skills: Sequence[AgentSkill | str] = (),
+        mcp: Sequence[MCPServer | dict[str, Any]] = (),
         config: RunConfig | None = None,
         memory: Memory | None = None,
         auto_compact: str | Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
@@ -140,6 +142,11 @@ class Robot:
         self._tool_classes = [as_tool_class(t) for t in local_tools]
         self._tool_classes += [t for skill in self.skills for t in skill.script_tools]
         self.tools = ToolManifest(cls(robot=self, memory=self.memory) for cls in self._tool_classes)
+        self.mcp_servers: tuple[MCPServer, ...] = ()
+        if mcp:  # imported only when used: most robots have no MCP servers
+            from robotlab.mcp import parse_servers
+
+            self.mcp_servers = parse_servers(mcp, where=f"robot {name!r}")
         self._messages: list[dict[str, Any]] = []
         self._learnings: list[str] = []
         self._ledger: Ledger | None = None
@@ -225,18 +232,20 @@ class Robot:
         """Run the robot on *message* and return its :class:`RobotResult`.
 
         Args:
-            tools: ``"none"`` (default: the model gets no tools), ``"inherit"``
-                (all ``local_tools``) or an allowlist of tool names.
-            mcp: ``"none"`` (default). MCP servers are not supported in this version.
+            tools: ``"none"`` (default: the model gets no local tools), ``"inherit"``
+                (all ``local_tools``) or an allowlist of tool names (local or MCP).
+            mcp: ``"none"`` (default: connect no MCP server), ``"inherit"`` (every
+                server given to ``build(mcp=...)``) or a list of server names. Their
+                tools are offered too, narrowed by a ``tools=`` allowlist; the servers
+                are connected for this run only (see ``robotlab.mcp``).
             hooks: hook classes active for this run only.
             memory: the run's memory (a network passes its shared one).
             budget_ledger: an extra ledger shared with other robots (networks pass theirs).
             **overrides: RunConfig fields for this run only (``temperature=0``, ...).
         """
-        if mcp != "none":
-            raise ConfigurationError("mcp servers are not supported in this version of robotlab; use mcp='none'")
+        servers = self._select_mcp_servers(mcp)
         run_overrides = RunConfig.from_options(overrides, where="robot.run()")
-        selected = self._select_tools(tools)
+        selected = self._select_tools(tools) if not servers else ToolManifest()  # with MCP: chosen once connected
         effective = self.effective_config(network, run_overrides)
         memory = memory if memory is not None else self.memory
         per_run = hooks
@@ -253,16 +262,53 @@ class Robot:
             for t in selected:
                 t.memory = memory
             ledgers = [led for led in (self._ledger_for(effective), budget_ledger) if led is not None]
-            result = Hooks.run(
-                "run",
-                ctx,
-                registries,
-                per_run,
-                lambda: self._tool_loop(ctx, selected, effective, ledgers, registries, per_run),
-            )
+            before = list(self._messages)
+            try:
+                result = Hooks.run(
+                    "run",
+                    ctx,
+                    registries,
+                    per_run,
+                    lambda: self._tool_loop(ctx, selected, effective, ledgers, registries, per_run)
+                    if not servers
+                    else self._tool_loop_with_mcp(servers, tools, ctx, effective, ledgers, registries, per_run),
+                )
+            except ToolLoopError:
+                raise  # the seed's contract: the conversation stays as it was; clear_messages() is required
+            except BaseException:
+                # A failed run leaves the conversation as it found it: no user turn without an
+                # answer, no tool call without its result (which the next call's provider refuses).
+                self._messages = before
+                raise
         if isinstance(result, RobotResult):  # include what around/after hooks wrote
             result.hook_metadata = ctx.metadata.to_dict()
         return result
+
+    def _select_mcp_servers(self, mcp: str | Sequence[str]) -> tuple[MCPServer, ...]:
+        if mcp == "none":
+            return ()
+        from robotlab.mcp import select_servers
+
+        return select_servers(self.mcp_servers, mcp, where=f"robot {self.name!r}")
+
+    def _tool_loop_with_mcp(
+        self,
+        servers: tuple[MCPServer, ...],
+        tools: str | Sequence[str],
+        ctx: RunHookContext,
+        cfg: RunConfig,
+        ledgers: list[Ledger],
+        registries: list[HookRegistry | None],
+        per_run: Any,
+    ) -> RobotResult:
+        """The tool loop with this run's MCP servers connected; they are closed when it ends, however it ends."""
+        from robotlab.mcp import MCPConnections
+
+        with MCPConnections(servers) as connections:
+            selected = connections.manifest(self.tools, tools, robot=self, memory=ctx.memory)
+            for t in selected:
+                t.memory = ctx.memory
+            return self._tool_loop(ctx, selected, cfg, ledgers, registries, per_run)
 
     def _ledger_for(self, effective: RunConfig) -> Ledger | None:
         if effective.token_budget is None and effective.cost_budget is None:
@@ -518,6 +564,7 @@ def build(
     context: dict[str, Any] | None = None,
     local_tools: Sequence[type[Tool] | Tool] = (),
     skills: Sequence[AgentSkill | str] = (),
+    mcp: Sequence[MCPServer | dict[str, Any]] = (),
     config: RunConfig | None = None,
     **options: Any,
 ) -> Robot:
@@ -536,6 +583,7 @@ def build(
         context=context,
         local_tools=local_tools,
         skills=skills,
+        mcp=mcp,
         config=config,
         **options,
     )
