@@ -1,25 +1,30 @@
 """Fan-out of 64 CPU-bound pure-Python jobs (~20 ms each) over 2 workers.
 
 Side by side in one run, same jobs: a serial loop, ThreadPoolExecutor(2),
-robotlab WorkerPool(2) and ProcessPoolExecutor(2, forkserver). Pools are
-started and warmed up (one job per worker) before timing; every pool is driven
-the same way (submit all, then collect). Repetitions are interleaved, with the
-order rotated each time. Reports median wall time and speedup over serial.
-Run: ``python -m benchmarks.fanout``.
+robotlab WorkerPool(2) with worker processes, the same with subinterpreters
+(CPython 3.13+ only: elsewhere the run says so and leaves them out) and
+ProcessPoolExecutor(2, forkserver). Pools are started and warmed up (one job
+per worker) before timing; every pool is driven the same way (submit all,
+then collect). Repetitions are interleaved, with the order rotated each time.
+Reports median wall time and speedup over serial.
+Run: ``python -m benchmarks.fanout`` (under 3.13 for the subinterpreter row).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import statistics
+import sys
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 
+from benchmarks._backends import announce, published_name, subinterpreters_missing
 from benchmarks._jobs import burn
 from benchmarks._report import bar_chart, check, print_table, publish, quick_mode, rotated
 from robotlab.parallel import WorkerPool
 
 WORKERS = 2
+RL, RL_SUB, PPE = "robotlab WorkerPool", "robotlab WorkerPool (subinterpreter)", "ProcessPoolExecutor"
 
 
 def calibrate(seconds: float) -> int:
@@ -55,17 +60,19 @@ def fan_out(executor: Executor | None, jobs: int, n: int) -> float:
 def main(quick: bool | None = None) -> dict:
     quick = quick_mode(quick)
     jobs, job_s, repeats = (8, 0.002, 2) if quick else (64, 0.020, 7)
+    missing = subinterpreters_missing()
+    announce(missing)
     n = calibrate(job_s)
-    robotlab = WorkerPool(size=WORKERS)
-    pools: dict[str, Executor | None] = {
-        "serial": None,
-        "ThreadPoolExecutor": ThreadPoolExecutor(WORKERS),
-        "robotlab WorkerPool": robotlab,
-        "ProcessPoolExecutor": ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("forkserver")),
-    }
+    pools: dict[str, Executor | None] = {"serial": None, "ThreadPoolExecutor": ThreadPoolExecutor(WORKERS),
+                                         RL: WorkerPool(size=WORKERS)}
+    if missing is None:
+        pools[RL_SUB] = WorkerPool(size=WORKERS, backend="subinterpreter")
+    pools[PPE] = ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("forkserver"))
     samples: dict[str, list[float]] = {name: [] for name in pools}
     try:
-        robotlab.wait_until_ready()
+        for pool in pools.values():
+            if isinstance(pool, WorkerPool):
+                pool.wait_until_ready()
         for pool in pools.values():
             if pool is not None:
                 for future in [pool.submit(burn, 1) for _ in range(WORKERS)]:
@@ -81,20 +88,28 @@ def main(quick: bool | None = None) -> dict:
     medians = {name: statistics.median(times) for name, times in samples.items()}
     speedups = {name: medians["serial"] / median for name, median in medians.items()}
     figures: dict = {
-        "benchmark": "fanout", "quick": quick, "workers": WORKERS, "jobs": jobs, "burn_n": n,
+        "benchmark": "fanout", "quick": quick, "python": sys.version.split()[0],
+        "subinterpreters": "included" if missing is None else f"not run: {missing}",
+        "workers": WORKERS, "jobs": jobs, "burn_n": n,
         "job_target_s": job_s, "serial_per_job_s": medians["serial"] / jobs, "repeats": repeats,
         "median_s": medians, "speedup_vs_serial": speedups,
-        "robotlab_speedup_over_ppe_speedup": speedups["robotlab WorkerPool"] / speedups["ProcessPoolExecutor"],
+        "robotlab_speedup_over_ppe_speedup": speedups[RL] / speedups[PPE],
     }
+    if missing is None:
+        figures["subinterpreter_speedup_over_ppe_speedup"] = speedups[RL_SUB] / speedups[PPE]
     print(f"fan-out: {jobs} x burn({n}) (calibrated to {job_s * 1000:g} ms, measured "
           f"{figures['serial_per_job_s'] * 1000:.1f} ms serially), {WORKERS} workers, median of {repeats}")
     print_table(["contender", "median (s)", "speedup vs serial"],
                 [[name, medians[name], speedups[name]] for name in pools])
-    check(figures, "robotlab_speedup", speedups["robotlab WorkerPool"], ">=", 1.8, "robotlab speedup over serial")
+    check(figures, "robotlab_speedup", speedups[RL], ">=", 1.8, "robotlab speedup over serial")
     check(figures, "robotlab_vs_ppe_speedup", figures["robotlab_speedup_over_ppe_speedup"], ">=", 1.0,
           "robotlab speedup / ProcessPoolExecutor speedup")
-    publish("fanout", figures, quick)
-    bar_chart("fanout", f"Fan-out: {jobs} CPU-bound jobs, {WORKERS} workers (median wall time)",
+    if missing is None:
+        check(figures, "subinterpreter_speedup", speedups[RL_SUB], ">=", 1.8,
+              "robotlab subinterpreter speedup over serial")
+    name = published_name("fanout", missing is None)
+    publish(name, figures, quick)
+    bar_chart(name, f"Fan-out: {jobs} CPU-bound jobs, {WORKERS} workers (median wall time)",
               list(medians.items()), "s", quick)
     return figures
 

@@ -9,6 +9,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import pytest
 
 import robotlab
+from tests import backends
 
 
 @pytest.fixture(autouse=True)
@@ -19,3 +20,13 @@ def _fresh_global_state():
     yield
     robotlab.clear_hooks()
     robotlab.reload_config()
+
+
+@pytest.fixture(scope="module", params=list(backends.BACKENDS))
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each WorkerPool backend of ``tests/backends.py`` in turn; one this interpreter lacks is skipped with
+    its DependencyError (or fails, when its ``ROBOTLAB_REQUIRE_...`` variable is 1)."""
+    name = backends.use(request.param)
+    if backends.BACKENDS[name].fixture is not None:
+        request.getfixturevalue(backends.BACKENDS[name].fixture)
+    return name

@@ -1,4 +1,4 @@
-"""Module-level jobs the worker processes import in the pool tests."""
+"""Module-level jobs the workers (processes and subinterpreters) import in the pool tests."""
 
 import logging
 import os
@@ -59,7 +59,7 @@ def log_warning(message):
 
 
 def worker_state():
-    return {"pid": os.getpid(), "litellm": "litellm" in sys.modules, "path": list(sys.path),
+    return {"pid": os.getpid(), "worker": worker_id(), "litellm": "litellm" in sys.modules, "path": list(sys.path),
             "cost_map": os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP")}
 
 
@@ -117,3 +117,26 @@ def sleep_with_pidfile(path, seconds):
         f.write(str(os.getpid()))
     time.sleep(seconds)
     return "slept"
+
+
+def worker_id():
+    """What the pool lists in ``worker_ids`` for the worker running this job: its pid, or its interpreter's id."""
+    try:
+        import _interpreters
+    except ImportError:  # before 3.13: no subinterpreters, so a process worker
+        return os.getpid()
+    current, main = _interpreters.get_current()[0], _interpreters.get_main()[0]
+    return os.getpid() if current == main else current
+
+
+def wait_for_file(path, limit):
+    """Return once *path* exists (or after *limit* seconds): a job the test ends when it chooses."""
+    deadline = time.monotonic() + limit
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return os.path.exists(path)
+
+
+def log_from_worker(message):
+    logging.getLogger("tests.worker").warning("%s from %s", message, worker_id())
+    return worker_id()

@@ -1,9 +1,15 @@
-"""WorkerPool with real worker processes: the Executor contract, errors, and supervision."""
+"""WorkerPool with real workers: the Executor contract, errors, and supervision.
+
+Every test that takes the ``backend`` fixture runs once per backend of
+``tests/backends.py`` (worker processes, and subinterpreters on CPython 3.13+;
+where a backend cannot run, its tests skip with the DependencyError). The
+others are about what only worker processes have, each marked
+``# Process only:`` with the reason.
+"""
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import contextlib
 import io
 import logging
 import os
@@ -29,35 +35,15 @@ from robotlab.errors import (
 from robotlab.parallel import WorkerPool
 from robotlab.parallel.pool import RemoteTraceback
 from tests import parallel_jobs as jobs
+from tests.backends import BACKENDS, gone, interpreter_ids, workers_gone
 
 
 @pytest.fixture(scope="module")
-def pool():
-    """One pool for the tests that leave it healthy."""
-    with WorkerPool(size=2) as shared:
+def pool(backend):
+    """One pool per backend for the tests that leave it healthy."""
+    with WorkerPool(size=2, backend=backend) as shared:
         assert shared.wait_until_ready(30)
         yield shared
-
-
-def gone(pids: list[int], within: float = 10.0) -> bool:
-    """True once none of *pids* is a live (non-zombie) process; kills any that remain (so a failing
-    test does not leave them behind for the rest of the run)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        alive = []
-        for pid in pids:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    alive.append(pid)
-            except psutil.NoSuchProcess:
-                pass
-        if not alive:
-            return True
-        time.sleep(0.05)
-    for pid in alive:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            psutil.Process(pid).kill()
-    return False
 
 
 # -- the concurrent.futures contract ------------------------------------------------------
@@ -87,8 +73,8 @@ def test_map_keeps_input_order_for_any_chunksize(pool):
     assert list(pool.map(jobs.add, iter(range(9)), (1 for _ in range(20)))) == [i + 1 for i in range(9)]
 
 
-def test_map_timeout_raises_and_cancels_the_rest():
-    with WorkerPool(size=1) as one:
+def test_map_timeout_raises_and_cancels_the_rest(backend):
+    with WorkerPool(size=1, backend=backend) as one:
         results = one.map(jobs.sleep, [0.05, 0.5, 0.5, 0.5, 0.5], timeout=0.25, chunksize=1)
         assert next(results) == 0.05
         with pytest.raises(cf.TimeoutError):
@@ -113,8 +99,8 @@ def test_as_completed_and_wait(pool):
     assert not not_done
 
 
-def test_cancel_a_pending_future():
-    with WorkerPool(size=1) as one:
+def test_cancel_a_pending_future(backend):
+    with WorkerPool(size=1, backend=backend) as one:
         blocker = one.submit(jobs.sleep, 0.5)
         behind = one.submit(jobs.sleep, 0.0)  # pipelined into the worker: already running
         pending = one.submit(jobs.add, 1, 1)
@@ -125,8 +111,8 @@ def test_cancel_a_pending_future():
         assert one.submit(jobs.add, 2, 2).result(10) == 4
 
 
-def test_shutdown_cancel_futures_cancels_only_what_has_not_started():
-    one = WorkerPool(size=1)
+def test_shutdown_cancel_futures_cancels_only_what_has_not_started(backend):
+    one = WorkerPool(size=1, backend=backend)
     assert one.wait_until_ready(30)
     running = one.submit(jobs.sleep, 0.3)
     queued = [one.submit(jobs.add, i, i) for i in range(5)]
@@ -139,13 +125,13 @@ def test_shutdown_cancel_futures_cancels_only_what_has_not_started():
         one.submit(jobs.add, 1, 1)
 
 
-def test_shutdown_without_cancel_finishes_queued_jobs_and_reaps_workers():
-    one = WorkerPool(size=2)
+def test_shutdown_without_cancel_finishes_queued_jobs_and_reaps_workers(backend):
+    one = WorkerPool(size=2, backend=backend)
     futures = [one.submit(jobs.sleep, 0.05) for _ in range(6)]
-    pids = one.worker_ids
+    ids = one.worker_ids
     one.shutdown(wait=True)
     assert all(f.result() == 0.05 for f in futures)
-    assert gone(pids)
+    assert workers_gone(backend, ids)  # processes reaped, or interpreters closed
 
 
 def test_done_callbacks_may_submit_more_work(pool):
@@ -212,7 +198,8 @@ def test_tools_run_fresh_in_a_worker_and_fail_as_tool_errors(pool):
         ({"size": True}, ConfigurationError),
         ({"max_tasks_per_child": 0}, ConfigurationError),
         ({"backend": "gpu"}, ConfigurationError),
-        ({"backend": "ray"}, DependencyError),
+        ({"backend": "thread"}, DependencyError),
+        ({"backend": "subinterpreter", "start_method": "spawn"}, ConfigurationError),
     ],
 )
 def test_bad_pool_options_are_configuration_errors(kwargs, error):
@@ -223,33 +210,38 @@ def test_bad_pool_options_are_configuration_errors(kwargs, error):
 # -- the worker environment ------------------------------------------------------------------
 
 
-def test_workers_get_the_parent_sys_path_and_no_litellm(pool):
+def test_workers_get_the_parent_sys_path_and_no_litellm(pool, backend):
     state = pool.submit(jobs.worker_state).result(10)
-    assert state["path"] == sys.path
+    assert state["path"] == sys.path  # given explicitly: a subinterpreter does not inherit it
     assert state["litellm"] is False
     assert state["cost_map"] == "True"
-    assert state["pid"] in pool.worker_ids and state["pid"] != os.getpid()
+    assert state["worker"] in pool.worker_ids
+    if BACKENDS[backend].in_process:
+        assert state["pid"] == os.getpid() and state["worker"] != 0  # not the main interpreter
+    else:
+        assert state["pid"] == state["worker"] != os.getpid()
 
 
-def test_worker_log_records_reach_the_parent_handlers(pool, caplog):
+def test_worker_log_records_reach_the_parent_handlers(pool, backend, caplog):
     with caplog.at_level(logging.WARNING, logger="tests.worker"):
-        assert pool.submit(jobs.log_warning, "hello from a worker").result(10) == "logged"
+        worker = pool.submit(jobs.log_from_worker, "hello").result(10)
         deadline = time.monotonic() + 5
         while not caplog.records and time.monotonic() < deadline:
             time.sleep(0.01)  # the record travels just ahead of the result; allow for scheduling
     record = next(r for r in caplog.records if r.name == "tests.worker")
-    assert record.getMessage() == "hello from a worker"
+    assert record.getMessage() == f"hello from {worker}"
     assert record.levelno == logging.WARNING
-    assert record.process in pool.worker_ids
+    assert worker in pool.worker_ids
+    assert record.process == (os.getpid() if BACKENDS[backend].in_process else worker)
 
 
-def test_initializer_runs_in_every_worker():
-    with WorkerPool(size=2, initializer=jobs.set_flag, initargs=("set",)) as flagged:
+def test_initializer_runs_in_every_worker(backend):
+    with WorkerPool(size=2, backend=backend, initializer=jobs.set_flag, initargs=("set",)) as flagged:
         assert {flagged.submit(jobs.read_flag).result(10) for _ in range(4)} == {"set"}
 
 
-def test_a_failing_initializer_breaks_the_pool_with_its_traceback():
-    with WorkerPool(size=1, initializer=jobs.fail_init) as broken:
+def test_a_failing_initializer_breaks_the_pool_with_its_traceback(backend):
+    with WorkerPool(size=1, backend=backend, initializer=jobs.fail_init) as broken:
         future = broken.submit(jobs.add, 1, 1)
         with pytest.raises(Error, match=r"(?s)initializer failed.*initializer refused"):
             future.result(30)
@@ -257,17 +249,64 @@ def test_a_failing_initializer_breaks_the_pool_with_its_traceback():
             broken.submit(jobs.add, 1, 1)
 
 
-def test_max_tasks_per_child_replaces_workers():
-    with WorkerPool(size=1, max_tasks_per_child=2) as recycled:
-        pids = [recycled.submit(jobs.pid).result(10) for _ in range(6)]
-        old = pids[:4]
-    assert [pids.count(p) for p in dict.fromkeys(pids)] == [2, 2, 2]
-    assert gone(old)
+def test_max_tasks_per_child_replaces_workers(backend):
+    with WorkerPool(size=1, backend=backend, max_tasks_per_child=2) as recycled:
+        ids = [recycled.submit(jobs.worker_id).result(10) for _ in range(6)]
+        retired = ids[:4]
+        assert [ids.count(i) for i in dict.fromkeys(ids)] == [2, 2, 2]
+        assert workers_gone(backend, retired)  # while the pool still runs: retired workers are reaped
 
 
 # -- supervision ---------------------------------------------------------------------------
 
 
+def test_large_arguments_and_results_cross_intact(pool):
+    blob = bytes(range(256)) * 32_768  # 8 MiB: many times any pipe or socket buffer, both ways
+    assert pool.submit(jobs.echo, blob).result(60) == blob
+    assert pool.submit(jobs.add, 1, 2).result(10) == 3  # the framing is still in step
+
+
+def test_a_job_never_waits_behind_a_job_known_to_be_slow(backend, tmp_path):
+    release = tmp_path / "release"
+    with WorkerPool(size=2, backend=backend) as two:
+        for _ in range(3):  # learn that sleep takes more than a millisecond
+            assert two.submit(jobs.sleep, 0.01).result(30) == 0.01
+        slow = two.submit(jobs.wait_for_file, str(release), 60)
+        quick = [two.submit(jobs.sleep, 0.01) for _ in range(6)]
+        # all run on the other worker, one after another, while the slow job still runs
+        assert [f.result(30) for f in quick] == [0.01] * 6
+        assert not slow.done()
+        release.touch()
+        assert slow.result(30) is True
+
+
+def test_a_job_past_its_timeout_raises_and_its_worker_is_replaced(backend, tmp_path):
+    release = tmp_path / "release"
+    with WorkerPool(size=1, backend=backend) as supervised:
+        old = supervised.submit(jobs.worker_id).result(30)
+        started = time.monotonic()
+        with pytest.raises(JobTimeout, match=r"timeout of 0\.3 s") as info:
+            supervised.submit(jobs.wait_for_file, str(release), 60, timeout=0.3).result(30)
+        assert isinstance(info.value, TimeoutError)
+        assert time.monotonic() - started < 30  # the job itself would have run 60 s
+        new = supervised.submit(jobs.worker_id).result(30)
+        assert new != old and supervised.worker_ids == [new]
+        if BACKENDS[backend].killable:
+            assert "was stopped and replaced" in str(info.value)
+        else:  # a running interpreter cannot be stopped: it is abandoned and ends when its job returns
+            assert "was abandoned" in str(info.value)
+            assert old in interpreter_ids()
+            release.touch()
+        assert workers_gone(backend, [old])
+        assert supervised.submit(jobs.sleep, 0.05, timeout=5).result(30) == 0.05
+
+
+# -- worker processes only: crashes, Ctrl-C, parent death ----------------------------------------
+# A SIGKILL, segfault or os._exit in a subinterpreter ends the whole test process, and subinterpreters
+# cannot outlive their process; test_pool_subinterpreter.py covers what that backend does instead.
+
+
+# Process only: the job kills, crashes or exits its worker process.
 @pytest.mark.parametrize(
     ("job", "cause"),
     [(jobs.kill_self, "signal SIGKILL"), (jobs.segfault, "signal SIGSEGV"), (jobs.exit_now, "exit code 3")],
@@ -285,6 +324,7 @@ def test_a_dying_worker_fails_only_its_job_and_is_replaced(job, cause):
         assert gone(list(before - after))
 
 
+# Process only: the test kills a worker process by its pid.
 def test_a_kill_while_other_jobs_are_in_flight_fails_only_the_killed_job(tmp_path):
     pidfile = tmp_path / "pid"
     with WorkerPool(size=2) as supervised:
@@ -303,6 +343,7 @@ def test_a_kill_while_other_jobs_are_in_flight_fails_only_the_killed_job(tmp_pat
         assert gone([victim])
 
 
+# Process only: the crash is a SIGKILL of the worker process.
 def test_a_crash_mid_batch_requeues_the_jobs_queued_behind_it():
     with WorkerPool(size=2) as supervised:
         futures = [supervised.submit(jobs.add, i, 0) for i in range(20)]
@@ -318,6 +359,7 @@ def test_a_crash_mid_batch_requeues_the_jobs_queued_behind_it():
         assert [o for o in outcomes if o != "crashed"] == list(range(40))
 
 
+# Process only: the crash is a SIGKILL of the worker process.
 def test_a_crash_behind_a_deep_pipeline_of_short_jobs_requeues_all_of_them():
     with WorkerPool(size=2) as supervised:
         assert [supervised.submit(jobs.add_or_die, i, 0).result(30) for i in range(20)] == list(range(20))
@@ -335,18 +377,7 @@ def test_a_crash_behind_a_deep_pipeline_of_short_jobs_requeues_all_of_them():
         assert [o for o in outcomes if o != "crashed"] == list(range(60))
 
 
-def test_a_job_never_waits_behind_a_job_known_to_be_slow():
-    with WorkerPool(size=2) as two:
-        for _ in range(3):  # learn that sleep takes more than a millisecond
-            assert two.submit(jobs.sleep, 0.01).result(30) == 0.01
-        slow = two.submit(jobs.sleep, 5)
-        quick = [two.submit(jobs.sleep, 0.01) for _ in range(6)]
-        # all run on the other worker, one after another, while the slow job still runs
-        assert [f.result(4) for f in quick] == [0.01] * 6
-        assert not slow.done()
-        two.terminate()  # do not wait for the slow job
-
-
+# Process only: each crash is an os._exit of the worker process.
 def test_one_hundred_consecutive_crashes_and_the_pool_still_serves():
     with WorkerPool(size=2) as supervised:
         crashes = [supervised.submit(jobs.exit_now, 1) for _ in range(100)]
@@ -355,22 +386,6 @@ def test_one_hundred_consecutive_crashes_and_the_pool_still_serves():
                 f.result(60)
         assert list(supervised.map(jobs.add, range(10), range(10))) == [2 * i for i in range(10)]
         assert len(supervised.worker_ids) == 2
-
-
-def test_a_job_past_its_timeout_raises_and_its_worker_is_replaced():
-    with WorkerPool(size=1) as supervised:
-        old = supervised.submit(jobs.pid).result(30)
-        started = time.monotonic()
-        with pytest.raises(JobTimeout, match=r"timeout of 0\.3 s") as info:
-            supervised.submit(jobs.sleep, 30, timeout=0.3).result(30)
-        assert isinstance(info.value, TimeoutError)
-        assert time.monotonic() - started < 5
-        assert gone([old])
-        assert supervised.submit(jobs.pid).result(30) != old
-        assert supervised.submit(jobs.sleep, 0.05, timeout=5).result(30) == 0.05
-
-
-# -- Ctrl-C and parent death: no orphan, no zombie --------------------------------------------
 
 
 def start_owner(mode: str) -> tuple[subprocess.Popen, list[int]]:
@@ -388,6 +403,7 @@ def start_owner(mode: str) -> tuple[subprocess.Popen, list[int]]:
     return owner, descendants
 
 
+# Process only: checks for orphaned worker processes (see test_pool_subinterpreter.py for Ctrl-C there).
 @pytest.mark.parametrize("mode", ["with", "bare"])
 def test_ctrl_c_in_the_parent_ends_every_worker(mode):
     owner, descendants = start_owner(mode)
@@ -397,6 +413,7 @@ def test_ctrl_c_in_the_parent_ends_every_worker(mode):
     assert gone(descendants), f"left behind: {descendants}"
 
 
+# Process only: subinterpreters are part of the parent process and die with it.
 def test_workers_exit_by_themselves_when_the_parent_dies():
     owner, descendants = start_owner("with")
     owner.kill()  # SIGKILL: no cleanup code runs in the parent

@@ -12,29 +12,9 @@ import pytest
 from robotlab import create_memory
 from robotlab.errors import AwaitTimeout, ConfigurationError, Error, RactorBoundaryError, WorkerCrashed
 from robotlab.parallel import FrozenDict, WorkerPool, memory
-from robotlab.parallel.subinterpreter_backend import load_interpreters
 from tests import memory_jobs as jobs
 
-try:
-    load_interpreters()
-    SUBINTERPRETERS = None
-except Error as exc:
-    SUBINTERPRETERS = str(exc)
-
-
-def backend_param(name: str):
-    if name == "subinterpreter" and SUBINTERPRETERS is not None and \
-            os.environ.get("ROBOTLAB_REQUIRE_SUBINTERPRETERS") != "1":
-        return pytest.param(name, marks=pytest.mark.skip(reason=f"DependencyError: {SUBINTERPRETERS}"))
-    return pytest.param(name)
-
-
-BACKENDS = [backend_param("process"), backend_param("subinterpreter")]
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request):
-    return request.param
+# Tests that take the `backend` fixture (tests/conftest.py) run once per backend of tests/backends.py.
 
 
 def test_every_write_of_four_workers_arrives_in_order_and_fires_subscriptions(backend):
@@ -57,6 +37,7 @@ def test_every_write_of_four_workers_arrives_in_order_and_fires_subscriptions(ba
         assert [value for key, value in seen if key.startswith(f"w{i}.")] == list(range(2000))
 
 
+# Process only: the worker dies by os._exit and SIGKILL, which would end a subinterpreter's whole process.
 def test_confirmed_writes_stay_when_the_worker_dies_after_them():
     memory_ = create_memory()
     with WorkerPool(size=1, memory=memory_) as pool:
@@ -134,13 +115,13 @@ def test_errors_keep_their_type_and_leave_memory_intact(backend):
     assert sorted(memory_.keys()) == ["lock", "ok.0", "ok.1"]
 
 
-def test_memory_is_refused_outside_a_job_without_a_memory_or_after_its_job():
+def test_memory_is_refused_outside_a_job_without_a_memory_or_after_its_job(backend):
     with pytest.raises(Error, match="only available inside a job"):
         memory()
-    with WorkerPool(size=1) as pool:
+    with WorkerPool(size=1, backend=backend) as pool:
         with pytest.raises(Error, match="this job has no memory"):
             pool.submit(jobs.ask_for_memory).result(30)
-    with WorkerPool(size=1, memory=create_memory()) as pool:
+    with WorkerPool(size=1, backend=backend, memory=create_memory()) as pool:
         pool.submit(jobs.keep_proxy_after_the_job).result(30)
         with pytest.raises(Error, match="has ended"):
             pool.submit(jobs.use_kept_proxy).result(30)

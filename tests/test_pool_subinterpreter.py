@@ -1,71 +1,54 @@
-"""WorkerPool(backend="subinterpreter"): real isolated interpreters on CPython 3.13+.
+"""What only the subinterpreter backend does (the shared WorkerPool suite runs on it in test_pool.py).
 
-On older Pythons (or without the backport) the backend must refuse with a
-DependencyError naming what to install; these tests then check that refusal
-instead of skipping, and ROBOTLAB_REQUIRE_SUBINTERPRETERS=1 turns a missing
-backend into a failure.
+On Pythons without subinterpreters the backend must refuse with a
+DependencyError naming what to install: that refusal is tested there, and the
+other tests skip with it as the reason (ROBOTLAB_REQUIRE_SUBINTERPRETERS=1
+turns the skip into a failure). The framing channel a subinterpreter worker
+uses is plain Python over a socket, so its tests run everywhere.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import os
+import signal
+import socket
+import subprocess
 import sys
-import time
+import textwrap
+import threading
+from pathlib import Path
 
 import pytest
 
-from robotlab.errors import DependencyError, JobTimeout, RactorBoundaryError, ToolError
+from robotlab.errors import DependencyError
 from robotlab.parallel import WorkerPool
-from robotlab.parallel.subinterpreter_backend import load_interpreters
+from robotlab.parallel._worker import _FdChannel
+from tests import backends
 from tests import parallel_jobs as jobs
-
-try:
-    load_interpreters()
-    UNAVAILABLE = None
-except DependencyError as exc:
-    UNAVAILABLE = str(exc)
-
-needs_subinterpreters = pytest.mark.skipif(UNAVAILABLE is not None and
-                                           os.environ.get("ROBOTLAB_REQUIRE_SUBINTERPRETERS") != "1",
-                                           reason=f"DependencyError: {UNAVAILABLE}")
-
-
-@pytest.mark.skipif(UNAVAILABLE is None, reason="subinterpreters are available here")
-def test_the_backend_refuses_with_what_to_install():
-    with pytest.raises(DependencyError, match=r"CPython 3\.13|robotlab\[subinterpreters\]"):
-        WorkerPool(size=1, backend="subinterpreter")
 
 
 @pytest.fixture(scope="module")
 def pool():
-    with WorkerPool(size=2, backend="subinterpreter") as shared:
+    with WorkerPool(size=2, backend=backends.use("subinterpreter")) as shared:
         assert shared.wait_until_ready(30)
         yield shared
 
 
-@needs_subinterpreters
+def test_the_backend_refuses_with_what_to_install_where_it_cannot_run():
+    if backends.unavailable("subinterpreter") is None:
+        pytest.skip("subinterpreters are available here: nothing to refuse")
+    with pytest.raises(DependencyError, match=r"CPython 3\.13|robotlab\[subinterpreters\]"):
+        WorkerPool(size=1, backend="subinterpreter")
+
+
 def test_jobs_run_in_other_interpreters_of_this_process(pool):
-    state = pool.submit(jobs.worker_state).result(10)
-    assert state["pid"] == os.getpid()
-    assert state["path"] == sys.path and state["litellm"] is False
-    assert pool.submit(jobs.add, 2, b=3).result(10) == 5
-    assert list(pool.map(jobs.add, range(50), range(50))) == [2 * i for i in range(50)]
-    assert sorted(f.result() for f in cf.as_completed([pool.submit(jobs.sleep, s) for s in (0.2, 0.01)])) == [0.01, 0.2]
+    states = [pool.submit(jobs.worker_state).result(10) for _ in range(4)]
+    assert {state["pid"] for state in states} == {os.getpid()}
+    assert {state["worker"] for state in states} <= set(pool.worker_ids)
+    assert not set(pool.worker_ids) & {0}  # never the main interpreter
+    assert set(pool.worker_ids) <= backends.interpreter_ids()
 
 
-@needs_subinterpreters
-def test_errors_cross_as_in_the_process_backend(pool):
-    with pytest.raises(ValueError, match="boom") as info:
-        pool.submit(jobs.raise_value_error, "boom").result(10)
-    assert "raise_value_error" in info.value.remote_traceback
-    with pytest.raises(ToolError, match="failed in worker: negative input"):
-        pool.run_tool(jobs.Multiply, {"a": -1, "b": 2})
-    with pytest.raises(RactorBoundaryError, match=r"__main__|lambda"):
-        pool.submit(lambda: 1)
-
-
-@needs_subinterpreters
 def test_a_module_that_refuses_subinterpreters_fails_the_job_not_the_worker(pool):
     ids = pool.worker_ids
     with pytest.raises(DependencyError, match=r"msgspec\._core cannot be imported in a subinterpreter.*'process'"):
@@ -74,21 +57,87 @@ def test_a_module_that_refuses_subinterpreters_fails_the_job_not_the_worker(pool
     assert pool.worker_ids == ids
 
 
-@needs_subinterpreters
-def test_a_timed_out_job_is_abandoned_and_its_interpreter_replaced():
-    with WorkerPool(size=1, backend="subinterpreter") as one:
-        old = one.worker_ids
-        started = time.monotonic()
-        with pytest.raises(JobTimeout, match="abandoned"):
-            one.submit(jobs.sleep, 1.0, timeout=0.2).result(10)
-        assert time.monotonic() - started < 0.9
-        assert one.submit(jobs.add, 1, 2).result(10) == 3
-        assert one.worker_ids != old
+def test_ctrl_c_ends_the_process_while_subinterpreters_run_jobs():
+    backends.use("subinterpreter")
+    owner = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent("""
+            from robotlab.parallel import WorkerPool
+            from tests import parallel_jobs as jobs
+
+            with WorkerPool(size=2, backend="subinterpreter") as pool:
+                futures = [pool.submit(jobs.sleep, 60) for _ in range(4)]
+                pool.wait_until_ready(30)
+                print("ready", flush=True)
+                futures[0].result()
+        """)],
+        cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )
+    try:
+        assert owner.stdout.readline().strip() == "ready", owner.stderr.read()
+        os.killpg(owner.pid, signal.SIGINT)
+        # Running interpreters cannot be stopped: the pool gives them two seconds, then the
+        # process exits without them (no hang until the 60 s jobs end, no crash at exit).
+        assert owner.wait(30) in (-signal.SIGINT, 130)
+        errors = owner.stderr.read()
+        assert "KeyboardInterrupt" in errors and "Fatal Python error" not in errors
+        assert "was left to finish" in errors
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
 
 
-@needs_subinterpreters
-def test_start_method_is_refused_for_subinterpreters():
-    from robotlab.errors import ConfigurationError
+# -- the subinterpreter worker's end of its socket -------------------------------------------------
 
-    with pytest.raises(ConfigurationError, match="start_method"):
-        WorkerPool(size=1, backend="subinterpreter", start_method="spawn")
+
+@pytest.fixture
+def channel_pair():
+    """A worker-side _FdChannel and the parent-side Connection on a real socket pair."""
+    from multiprocessing.connection import Connection
+
+    ours, theirs = socket.socketpair()
+    parent, fd = Connection(ours.detach()), theirs.detach()
+    yield _FdChannel(fd), parent
+    parent.close()
+    os.close(fd)
+
+
+def test_the_channel_reads_frames_however_the_bytes_arrive(channel_pair):
+    worker, parent = channel_pair
+    frames = [b"", b"x", b"y" * 70_000, bytes(range(256)) * 10]
+    for frame in frames:  # several frames in the socket at once: one read may take more than one
+        parent.send_bytes(frame)
+    assert [worker.recv_bytes() for _ in frames] == frames
+    raw = socket.socket(fileno=os.dup(parent.fileno()))  # the header and payload a byte at a time
+    try:
+        def dribble() -> None:
+            for byte in (3).to_bytes(4, "big") + b"abc":
+                raw.send(bytes([byte]))
+
+        sender = threading.Thread(target=dribble)
+        sender.start()
+        assert worker.recv_bytes() == b"abc"
+        sender.join(10)
+    finally:
+        raw.close()
+
+
+def test_the_channel_writes_frames_larger_than_the_socket_buffer(channel_pair):
+    worker, parent = channel_pair
+    big = os.urandom(4 << 20)  # the non-blocking write must wait for the reader, not fail
+    sender = threading.Thread(target=worker.send_bytes, args=(big,))
+    sender.start()
+    assert parent.recv_bytes() == big
+    sender.join(10)
+    parent.send_bytes(b"after")
+    assert worker.recv_bytes() == b"after"
+
+
+def test_the_channel_reports_a_closed_parent_as_eof(channel_pair):
+    worker, parent = channel_pair
+    parent.send_bytes(b"last")
+    parent.close()
+    assert worker.recv_bytes() == b"last"
+    with pytest.raises(EOFError):
+        worker.recv_bytes()

@@ -11,13 +11,14 @@ litellm; a job may import them itself). Messages to the parent are tuples:
   where *hook_metadata* is what ``tool_call`` hooks recorded in ``ctx.metadata`` (or None)
   and *seconds* how long the job ran (the pool schedules by it);
 - ``("log", record_fields)`` for every log record at or above the parent's level;
-- ``("memory", memory_id, op, args)``: a request to the parent's Memory, answered
-  with ``("memory", ok, payload)`` (see ``memory_proxy``).
+- ``("call", request_id, endpoint_id, op, args)``: a call to an object in the parent
+  (its Memory, a budget ledger, a model), answered with
+  ``("reply", request_id, ok, payload)`` (see ``parent_calls``).
 
-A job frame is ``(job_id, kind, target, args, kwargs, memory_id, hooks)``; *hooks* is
-None or ``(levels, per_run)``: the ``tool_call`` hook classes in effect in the
-parent as import paths (``levels``: one tuple of ``(path, context)`` per
-registry, global first), registered again here.
+A job frame is ``(job_id, kind, target, args, kwargs, endpoints, hooks)``:
+*endpoints* is None or ``((name, endpoint_id), ...)``, the parent objects the
+job may call; *hooks* is None or the ``tool_call`` hooks in effect in the
+parent, as ``shipped_hooks.describe`` made them, registered again here.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import select
 import struct
 import sys
 import threading
@@ -34,13 +36,17 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from robotlab.errors import DependencyError, ToolError, WireError
-from robotlab.parallel import wire
+from robotlab.parallel import shipped_hooks, wire
 from robotlab.parallel.boundary import resolve
-from robotlab.parallel.memory_proxy import MemoryLink, MemoryProxy, job_memory
+from robotlab.parallel.memory_proxy import MemoryProxy
+from robotlab.parallel.parent_calls import ParentLink, RemoteEndpoint, job_endpoints
 
 _RECORD_FIELDS = ("name", "levelno", "levelname", "pathname", "filename", "module", "lineno", "funcName",
                   "created", "msecs", "thread", "threadName", "process", "processName")
 _REFUSED = re.compile(r"module (\S+) does not support loading in subinterpreters")
+# A subinterpreter worker waiting for a frame polls without sleeping for this long first (see _FdChannel).
+_SPIN = 0.0002
+_READ_SIZE, _MAX_READ = 1 << 16, 1 << 22  # bytes per read: at least the first, at most the second
 
 
 class Channel(Protocol):
@@ -49,36 +55,66 @@ class Channel(Protocol):
 
 
 class _FdChannel:
-    """``multiprocessing.connection.Connection``'s framing over a raw socket fd.
+    """``multiprocessing.connection.Connection``'s framing over a raw socket fd, for subinterpreter workers.
 
     multiprocessing.connection itself may not load in a subinterpreter; the
-    parent reads and writes this fd's peer with a real Connection.
+    parent reads and writes this fd's peer with a real Connection. The fd is
+    non-blocking: a read takes whatever has arrived (often several frames at
+    once) in one system call, and when nothing has, the worker polls for up to
+    *spin* seconds before it sleeps in ``poll``. Waking a sleeping thread is
+    most of a round trip's cost (tens of microseconds on a VM), and the next
+    job usually arrives within that time when the parent waits on the last result.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, spin: float = _SPIN) -> None:
         self._fd = fd
+        self._spin = spin
+        self._buffer = bytearray()
+        os.set_blocking(fd, False)
+        self._poller = select.poll()
+        self._poller.register(fd, select.POLLIN)
 
-    def _read(self, size: int) -> bytes:
-        chunks, left = [], size
-        while left:
-            chunk = os.read(self._fd, left)
+    def _receive(self, wanted: int) -> None:
+        """Append what has arrived (at least one byte) to the buffer, waiting as described above."""
+        while True:
+            try:
+                chunk = os.read(self._fd, min(max(wanted, _READ_SIZE), _MAX_READ))
+            except BlockingIOError:
+                poll = self._poller.poll
+                deadline = time.perf_counter() + self._spin
+                while not poll(0):
+                    if time.perf_counter() >= deadline:
+                        poll()  # sleep until readable (or the parent hangs up)
+                        break
+                continue
             if not chunk:
                 raise EOFError("the pool closed the channel")
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+            self._buffer += chunk
+            return
+
+    def _take(self, size: int) -> bytes:
+        while len(self._buffer) < size:
+            self._receive(size - len(self._buffer))
+        data = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return data
 
     def recv_bytes(self) -> bytes:
-        (size,) = struct.unpack("!i", self._read(4))
+        (size,) = struct.unpack("!i", self._take(4))
         if size == -1:
-            (size,) = struct.unpack("!Q", self._read(8))
-        return self._read(size)
+            (size,) = struct.unpack("!Q", self._take(8))
+        return self._take(size)
 
     def send_bytes(self, data: bytes) -> None:
         header = struct.pack("!i", len(data)) if len(data) <= 0x7FFFFFFF else struct.pack("!iQ", -1, len(data))
         view = memoryview(header + data)
         while view:
-            view = view[os.write(self._fd, view):]
+            try:
+                view = view[os.write(self._fd, view):]
+            except BlockingIOError:  # the socket buffer is full: wait until the parent reads
+                writable = select.poll()
+                writable.register(self._fd, select.POLLOUT)
+                writable.poll()
 
 
 class _ParentLogHandler(logging.Handler):
@@ -100,11 +136,10 @@ class _ParentLogHandler(logging.Handler):
 
 
 _resolved: dict[str, Any] = {}
-_scopes: dict[tuple, tuple[list[Any], tuple[type, ...]]] = {}
 
 
-def _run(kind: str, target: str, args: tuple, kwargs: dict, memory: MemoryProxy | None,
-         hooks: tuple | None, hook_metadata: dict) -> Any:
+def _run(kind: str, target: str, args: tuple, kwargs: dict, memory: RemoteEndpoint | None,
+         hooks: shipped_hooks.Description | None, hook_metadata: dict) -> Any:
     fn = _resolved.get(target)
     if fn is None:
         fn = _resolved[target] = resolve(target)
@@ -115,15 +150,15 @@ def _run(kind: str, target: str, args: tuple, kwargs: dict, memory: MemoryProxy 
     return _run_tool(fn, target, kwargs, memory, hooks, hook_metadata, text_errors=kind == "tool_text")
 
 
-def _run_tool(cls: type, target: str, args: dict, memory: MemoryProxy | None, hooks: tuple | None,
-              hook_metadata: dict, *, text_errors: bool) -> Any:
+def _run_tool(cls: type, target: str, args: dict, memory: RemoteEndpoint | None,
+              hooks: shipped_hooks.Description | None, hook_metadata: dict, *, text_errors: bool) -> Any:
     """A fresh instance per call, as in the parent, inside the parent's tool_call hooks."""
     from robotlab.hooks import ExtensionState, with_hook_scope
 
-    registries, per_run = _hook_scope(hooks)
+    registries, per_run = shipped_hooks.rebuild(hooks)
     tool = cls()
     if memory is not None and tool.memory is None:
-        tool.memory = memory
+        tool.memory = MemoryProxy(memory)
     metadata = ExtensionState()
     try:
         with with_hook_scope(registries, per_run):
@@ -133,25 +168,6 @@ def _run_tool(cls: type, target: str, args: dict, memory: MemoryProxy | None, ho
                         retryable=bool(getattr(exc, "retryable", False))) from exc
     finally:
         hook_metadata.update(metadata.to_dict())
-
-
-def _hook_scope(hooks: tuple | None) -> tuple[list[Any], tuple[type, ...]]:
-    """The registries and per-run classes described by a job's *hooks* (built once per description)."""
-    if hooks is None:
-        return [], ()
-    scope = _scopes.get(hooks)
-    if scope is None:
-        from robotlab.hooks import HookRegistry
-
-        levels, per_run = hooks
-        registries = []
-        for level in levels:
-            registry = HookRegistry()
-            for path, context in level:
-                registry.on(resolve(path), None if context is None else dict(context))
-            registries.append(registry)
-        scope = _scopes[hooks] = (registries, tuple(resolve(path) for path in per_run))
-    return scope
 
 
 def _refused_import(exc: BaseException) -> DependencyError | None:
@@ -198,7 +214,7 @@ def serve(channel: Channel, ident: int, log_level: int, initializer: str | None,
             send_frame(_encode(("init_error", traceback.format_exc())))
             return
     send_frame(_encode(("ready", ident)))
-    link = MemoryLink(send_frame, lambda: wire.decode(channel.recv_bytes()))
+    link = ParentLink(send_frame, lambda: wire.decode(channel.recv_bytes()))
     while True:
         try:
             job = link.inbox.popleft() if link.inbox else wire.decode(channel.recv_bytes())
@@ -206,12 +222,12 @@ def serve(channel: Channel, ident: int, log_level: int, initializer: str | None,
             return  # the parent closed the channel
         if job is None:
             return  # orderly stop
-        job_id, kind, target, args, kwargs, memory_id, hooks = job
+        job_id, kind, target, args, kwargs, endpoint_ids, hooks = job
         hook_metadata: dict = {}
         started = time.perf_counter()
         try:
-            with job_memory(link, memory_id) as memory:
-                result = _run(kind, target, args, kwargs, memory, hooks, hook_metadata)
+            with job_endpoints(link, None if endpoint_ids is None else dict(endpoint_ids)) as endpoints:
+                result = _run(kind, target, args, kwargs, endpoints.get("memory"), hooks, hook_metadata)
             try:
                 reply = _encode(("ok", job_id, result, hook_metadata or None, time.perf_counter() - started))
             except WireError as exc:

@@ -45,7 +45,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from robotlab.errors import (
-    AwaitTimeout,
     ConfigurationError,
     DependencyError,
     Error,
@@ -56,8 +55,9 @@ from robotlab.errors import (
 )
 from robotlab.hooks import Hook, current_hook_scope, global_hooks
 from robotlab.memory import Memory
-from robotlab.parallel import wire
+from robotlab.parallel import shipped_hooks, wire
 from robotlab.parallel.boundary import freeze_deep, import_path
+from robotlab.parallel.endpoints import Endpoint, MemoryEndpoint
 from robotlab.parallel.process_backend import ProcessBackend
 from robotlab.parallel.subinterpreter_backend import SubinterpreterBackend
 
@@ -81,8 +81,6 @@ _READ_SLICE = 0.05
 # It first polls without sleeping for this long: a short job's result then arrives to a
 # thread that is still running, and waking a sleeping thread is what a round trip costs most.
 _SPIN = 0.0001
-# A blocking memory read for a worker re-checks, this often, that the worker still waits for it.
-_MEMORY_WAIT_SLICE = 0.25
 
 
 class RemoteTraceback(Exception):
@@ -103,6 +101,7 @@ class _Job:
     running: bool = False  # its future is RUNNING (it was sent to a worker at least once)
     worker: _Worker | None = None  # the one it was last sent to
     profile: tuple[str, str] = ("call", "")  # (kind, target): its run time is learned under this key
+    endpoints: dict[int, Endpoint] = field(default_factory=dict)  # parent objects it may call, by id
 
 
 class _PoolFuture(Future):
@@ -174,13 +173,18 @@ class WorkerPool(Executor):
 
     Args:
         size: number of workers, or ``"auto"`` (``os.cpu_count()``).
-        backend: ``"process"``. ``"thread"``, ``"subinterpreter"`` and ``"ray"``
-            are reserved names for the backends of later releases.
+        backend: ``"process"``, ``"subinterpreter"`` (CPython 3.13+) or ``"ray"`` (one Ray actor per
+            worker, on the cluster this process is connected to; ``pip install 'robotlab[ray]'``).
+            ``"thread"`` is a reserved name.
         start_method: ``"forkserver"`` (the default on Linux) or ``"spawn"``; never ``"fork"``.
         max_tasks_per_child: replace a worker after this many jobs.
         initializer, initargs: called in each worker before its first job.
         memory: a :class:`~robotlab.Memory` that jobs reach as ``robotlab.parallel.memory()``
             (tools as ``self.memory``); see :mod:`robotlab.parallel.memory_proxy`.
+        address: ``backend="ray"`` only: ``None`` (the Ray this process is connected to, else a local
+            one started now), ``"auto"`` or a cluster address such as ``"ray://head:10001"``.
+        resources: ``backend="ray"`` only: what each worker reserves on the cluster, in Ray's resource
+            names (``{"CPU": 1, "GPU": 0.5, "memory": 2e9, "my_label": 1}``); see docs/distributed.md.
 
     Example:
         >>> with WorkerPool(size=2) as pool:                   # doctest: +SKIP
@@ -197,6 +201,8 @@ class WorkerPool(Executor):
         initializer: Callable[..., Any] | str | None = None,
         initargs: tuple = (),
         memory: Memory | None = None,
+        address: str | None = None,
+        resources: dict[str, float] | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise ConfigurationError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
@@ -209,15 +215,13 @@ class WorkerPool(Executor):
         _check_memory(memory)
         self.size: int = size
         self.backend: str = backend
-        self._backend = _make_backend(backend, start_method)
+        self._backend = _make_backend(backend, start_method, address, resources)
         self._max_tasks = max_tasks_per_child
         self._paths: dict[Any, str] = {}
         self._initializer = None if initializer is None else self._path(initializer)
         self._initargs = freeze_deep(tuple(initargs), root="initargs")
         self._memory = memory
-        # Memories that jobs may reach, by the id their job frames carry.
-        self._memories: weakref.WeakValueDictionary[int, Memory] = weakref.WeakValueDictionary()
-        self._memory_calls: collections.deque[tuple[_Worker, tuple]] = collections.deque()
+        self._calls: collections.deque[tuple[_Worker, tuple]] = collections.deque()  # from jobs, to answer
         self._ids = itertools.count()
         self._lock = threading.Lock()
         self._pending: collections.deque[_Job] = collections.deque()
@@ -249,7 +253,7 @@ class WorkerPool(Executor):
 
         Raises ``RactorBoundaryError`` / ``WireError`` right here if an argument cannot cross.
         """
-        return self._submit("call", self._path(fn), args, kwargs, timeout)
+        return self._submit("call", self._path(fn), args, kwargs, timeout, endpoints=self._memory_endpoint(None))
 
     def submit_tool(self, tool: type | str, args: dict[str, Any] | None = None, *,
                     timeout: float | None = None, memory: Memory | None = None,
@@ -276,8 +280,8 @@ class WorkerPool(Executor):
             raise ConfigurationError(f"errors must be 'raise' or 'text'; got {errors!r}")
         _check_memory(memory)
         kind = "tool" if errors == "raise" else "tool_text"
-        return self._submit(kind, self._path(tool), (), dict(args or {}), timeout, memory=memory,
-                            hooks=self._tool_call_hooks(hooks))
+        return self._submit(kind, self._path(tool), (), dict(args or {}), timeout,
+                            endpoints=self._memory_endpoint(memory), hooks=self._tool_call_hooks(hooks))
 
     def run_tool(self, tool: type | str, args: dict[str, Any] | None = None, *, timeout: float | None = None,
                  memory: Memory | None = None, hooks: str | None = "inherit", errors: str = "raise") -> Any:
@@ -304,10 +308,11 @@ class WorkerPool(Executor):
             raise ConfigurationError(f"chunksize must be an integer >= 1; got {chunksize!r}")
         end = None if timeout is None else time.monotonic() + timeout
         if chunksize == 1:
-            futures = [self._submit("call", path, call, {}, None, frozen=True) for call in zip(*columns, strict=False)]
+            futures = [self._submit("call", path, call, {}, None, frozen=True, endpoints=self._memory_endpoint(None))
+                       for call in zip(*columns, strict=False)]
         else:
             futures = [self._submit("batch", path, tuple(column[i:i + chunksize] for column in columns), {}, None,
-                                    frozen=True)
+                                    frozen=True, endpoints=self._memory_endpoint(None))
                        for i in range(0, count, chunksize)]
 
         def results() -> Iterator[Any]:
@@ -351,8 +356,10 @@ class WorkerPool(Executor):
                 worker.jobs.clear()
                 worker.handle.kill()
         for job in cancelled:
+            _close_endpoints(job.future)
             job.future.cancel()
         for job in running:
+            _close_endpoints(job.future)
             if not job.future.done():
                 job.future.set_exception(CancelledError(f"{job.target} was stopped: the pool was terminated"))
         self._wake()
@@ -398,23 +405,23 @@ class WorkerPool(Executor):
             self._paths[fn] = path
         return path
 
-    def _tool_call_hooks(self, hooks: str | None) -> tuple | None:
-        """The ``tool_call`` hooks in effect, as the import paths a job frame carries (see ``_worker``)."""
+    def _memory_endpoint(self, memory: Memory | None) -> dict[str, Endpoint] | None:
+        memory = memory if memory is not None else self._memory
+        return None if memory is None else {"memory": MemoryEndpoint(memory)}
+
+    def _tool_call_hooks(self, hooks: str | None) -> shipped_hooks.Description | None:
+        """The ``tool_call`` hooks in effect, as the import paths a job frame carries (see ``shipped_hooks``)."""
         if hooks is None:
             return None
         if hooks != "inherit":
             raise ConfigurationError(f"hooks must be 'inherit' or None; got {hooks!r}")
         scope = current_hook_scope()
         registries, per_run = (scope.registries, scope.per_run_hooks) if scope is not None else ((global_hooks(),), ())
-        levels = tuple(
-            tuple((self._hook_path(r.handler_class),
-                   None if not r.context else freeze_deep(r.context, root=f"{r.handler_class.__qualname__} context"))
-                  for r in registry.registrations() if _fires_on_tool_calls(r.handler_class))
-            for registry in registries if registry is not None)
-        per_run_paths = tuple(self._hook_path(cls) for cls in per_run if _fires_on_tool_calls(cls))
-        if not per_run_paths and not any(levels):
-            return None
-        return levels, per_run_paths
+        return self.describe_hooks(registries, per_run, ("tool_call",))
+
+    def describe_hooks(self, registries: Any, per_run: Any, families: Any) -> shipped_hooks.Description | None:
+        """The hooks of *families* in *registries* and *per_run*, as workers of this pool can import them."""
+        return shipped_hooks.describe(registries, per_run, families, self._hook_path)
 
     def _hook_path(self, cls: type[Hook]) -> str:
         try:
@@ -425,7 +432,9 @@ class WorkerPool(Executor):
                                       "in-process") from None
 
     def _submit(self, kind: str, target: str, args: tuple, kwargs: dict, timeout: float | None, *,
-                frozen: bool = False, memory: Memory | None = None, hooks: tuple | None = None) -> Future:
+                frozen: bool = False, endpoints: dict[str, Endpoint] | None = None,
+                hooks: shipped_hooks.Description | None = None) -> Future:
+        """Queue one job. *endpoints*: the parent objects the job may call, by name (see ``parent_calls``)."""
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                     or timeout <= 0):
             raise ConfigurationError(f"timeout must be a positive number of seconds; got {timeout!r}")
@@ -433,14 +442,11 @@ class WorkerPool(Executor):
         job_args = args if frozen else freeze_deep(args, root="args")
         # A tool's arguments are one dict, named "args" in errors as in the tool's own call.
         job_kwargs = dict(freeze_deep(kwargs, root="kwargs" if kind == "call" else "args")) if kwargs else {}
-        memory = memory if memory is not None else self._memory
-        memory_id = None
-        if memory is not None:
-            memory_id = id(memory)
-            self._memories[memory_id] = memory
-        frame = wire.encode((job_id, kind, target, job_args, job_kwargs, memory_id, hooks))
+        endpoint_ids = None if not endpoints else tuple((name, id(e)) for name, e in endpoints.items())
+        frame = wire.encode((job_id, kind, target, job_args, job_kwargs, endpoint_ids, hooks))
         future = _PoolFuture(self)
-        job = future._job = _Job(job_id, frame, future, target, timeout, profile=(kind, target))
+        job = future._job = _Job(job_id, frame, future, target, timeout, profile=(kind, target),
+                                 endpoints={id(e): e for e in (endpoints or {}).values()})
         with self._lock:
             if self._broken is not None:
                 raise Error(self._broken)
@@ -642,8 +648,8 @@ class WorkerPool(Executor):
                 self._all_ready.set()
             self._fill(worker)
             return []
-        if tag == "memory":
-            self._memory_calls.append((worker, message))  # answered by _settle, outside the lock
+        if tag == "call":
+            self._calls.append((worker, message))  # answered by _settle, outside the lock
             return []
         if tag == "init_error":
             worker.ready = True  # it started, the initializer failed: not a start crash
@@ -698,75 +704,62 @@ class WorkerPool(Executor):
 
     def _settle(self, settled: list[tuple[Future, Any]]) -> None:
         # Outside the lock: done-callbacks may submit more work, and memory
-        # subscriptions may run any code.
+        # subscriptions and models may run any code.
         for future, outcome in settled:
+            _close_endpoints(future)
             if future.done():
                 continue
             if isinstance(outcome, BaseException):
                 future.set_exception(outcome)
             else:
                 future.set_result(outcome)
-        while self._memory_calls:
+        while self._calls:
             try:
-                worker, request = self._memory_calls.popleft()
+                worker, request = self._calls.popleft()
             except IndexError:  # another thread took the last one
                 break
-            self._answer_memory(worker, request)
+            self._answer_call(worker, request)
 
-    # -- memory requests from jobs (outside the lock) --------------------------------
+    # -- calls from jobs to parent objects (outside the lock) --------------------------------
 
-    def _answer_memory(self, worker: _Worker, request: tuple) -> None:
-        _, memory_id, op, args = request
-        memory = self._memories.get(memory_id)
-        if memory is None:
-            self._reply_memory(worker, Error(f"memory.{op}: the Memory of this job no longer exists"))
-        elif op == "get" and args[1] is not False and args[1] is not None:
-            # A blocking read must not hold up the thread that reads results.
-            threading.Thread(target=self._wait_for_keys, args=(worker, memory, *args), daemon=True,
-                             name="robotlab-pool-memory-wait").start()
-        else:
+    def _answer_call(self, worker: _Worker, request: tuple) -> None:
+        _, request_id, endpoint_id, op, args = request
+        with self._lock:
+            job = worker.jobs[0] if worker.jobs and worker in self._workers else None
+        endpoint = None if job is None else job.endpoints.get(endpoint_id)
+        if endpoint is None:
+            self._reply(worker, request_id, Error(f"{op}: the job that asked has ended"))
+            return
+
+        def still_waiting() -> bool:
+            with self._lock:
+                return worker in self._workers and bool(worker.jobs) and worker.jobs[0] is job
+
+        def answer() -> None:
             try:
-                outcome = _apply_memory_op(memory, op, args)
+                outcome = endpoint.handle(op, args, still_waiting)
             except Exception as exc:
                 outcome = exc
-            self._reply_memory(worker, outcome)
+            self._reply(worker, request_id, outcome)
 
-    def _wait_for_keys(self, worker: _Worker, memory: Memory, keys: tuple, wait: bool | float, default: Any) -> None:
-        """``memory.get(*keys, wait=wait)`` in slices, giving up when the worker no longer waits."""
-        values = {}
-        try:
-            for key in keys:
-                deadline = None if wait is True else time.monotonic() + wait
-                while True:
-                    left = _MEMORY_WAIT_SLICE if deadline is None else deadline - time.monotonic()
-                    try:
-                        values[key] = memory.get(key, wait=max(0.0, min(left, _MEMORY_WAIT_SLICE)))
-                        break
-                    except AwaitTimeout:
-                        if deadline is not None and time.monotonic() >= deadline:
-                            raise AwaitTimeout.for_key(key, wait) from None
-                        with self._lock:
-                            if worker not in self._workers:
-                                return  # it died or the pool stopped: nobody to answer
-            outcome: Any = values[keys[0]] if len(keys) == 1 else values
-            outcome = freeze_deep(outcome, root="memory")
-        except Exception as exc:
-            outcome = exc
-        self._reply_memory(worker, outcome)
+        if endpoint.blocks(op, args):  # a long call must not hold up the thread that reads results
+            threading.Thread(target=answer, daemon=True, name=f"robotlab-pool-{op}").start()
+        else:
+            answer()
 
-    def _reply_memory(self, worker: _Worker, outcome: Any) -> None:
+    def _reply(self, worker: _Worker, request_id: int, outcome: Any) -> None:
         if isinstance(outcome, BaseException):
             try:
                 frame = wire.encode(outcome, msgpack=False)
             except WireError:
                 frame = None
-            reply = ("memory", False, (frame, type(outcome).__qualname__, str(outcome)))
+            reply = ("reply", request_id, False, (frame, type(outcome).__qualname__, str(outcome)))
         else:
-            reply = ("memory", True, outcome)
+            reply = ("reply", request_id, True, outcome)
         try:
             data = wire.encode(reply, msgpack=False)
         except WireError as exc:
-            data = wire.encode(("memory", False, (None, "WireError", str(exc))), msgpack=False)
+            data = wire.encode(("reply", request_id, False, (None, "WireError", str(exc))), msgpack=False)
         with self._lock:
             if worker in self._workers:
                 with contextlib.suppress(OSError):  # it died meanwhile: its sentinel tells the supervisor
@@ -861,8 +854,16 @@ class WorkerPool(Executor):
         _live_pools.discard(self)
 
 
-def _fires_on_tool_calls(cls: type[Hook]) -> bool:
-    return any(cls.implements(f"{when}_tool_call") for when in ("before", "around", "after"))
+def _close_endpoints(future: Future) -> None:
+    """The job ended: let its endpoints clean up (once)."""
+    job = getattr(future, "_job", None)
+    if job is not None and job.endpoints:
+        endpoints, job.endpoints = list(job.endpoints.values()), {}
+        for endpoint in endpoints:
+            try:
+                endpoint.close()
+            except Exception:
+                logger.exception("closing the %s endpoint of %s failed", type(endpoint).__name__, job.target)
 
 
 def _check_memory(memory: Any) -> None:
@@ -871,30 +872,10 @@ def _check_memory(memory: Any) -> None:
                                  f"got {type(memory).__name__}")
 
 
-def _apply_memory_op(memory: Memory, op: str, args: tuple) -> Any:
-    """Apply one request of a job's MemoryProxy; what goes back to the worker is frozen."""
-    if op == "get":
-        keys, _, default = args
-        return freeze_deep(memory.get(*keys, default=default), root="memory")
-    if op == "getitem":
-        return freeze_deep(memory[args[0]], root=f"memory[{args[0]!r}]")
-    if op == "set":
-        return memory.set(*args)
-    if op == "update":
-        return memory.update(args[0])
-    if op == "delete":
-        return freeze_deep(memory.delete(args[0]), root=f"memory[{args[0]!r}]")
-    if op == "delitem":
-        del memory[args[0]]
-        return None
-    if op == "keys":
-        return tuple(memory.keys())
-    if op == "data":
-        return freeze_deep(memory.data.to_dict(), root="memory.data")
-    raise Error(f"unknown memory operation {op!r}")
-
-
-def _make_backend(name: str, start_method: str | None) -> Any:
+def _make_backend(name: str, start_method: str | None, address: str | None = None,
+                  resources: dict[str, float] | None = None) -> Any:
+    if name != "ray" and (address is not None or resources is not None):
+        raise ConfigurationError(f"address= and resources= apply to backend='ray' only; got backend={name!r}")
     if name == "process":
         return ProcessBackend(start_method)
     if start_method is not None:
@@ -902,5 +883,9 @@ def _make_backend(name: str, start_method: str | None) -> Any:
                                  f"with backend={name!r}")
     if name == "subinterpreter":
         return SubinterpreterBackend()
+    if name == "ray":
+        from robotlab.parallel.ray_backend import RayBackend  # imports ray: only when asked for
+
+        return RayBackend(address, resources)
     raise DependencyError(f"backend={name!r} is not available in this version of robotlab; "
-                          "use backend='process' or 'subinterpreter'")
+                          "use backend='process', 'subinterpreter' or 'ray'")

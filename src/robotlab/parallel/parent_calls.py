@@ -1,0 +1,153 @@
+"""Calls from a job in a worker to objects that stay in the parent (its Memory, a budget ledger, a model).
+
+The pool exposes *endpoints* for a job (see ``robotlab.parallel.endpoints``);
+the job reaches each one by name through a :class:`RemoteEndpoint`, and each
+call is one request over the worker's channel, answered by the parent:
+
+- worker → parent: ``("call", request_id, endpoint_id, op, args)``
+- parent → worker: ``("reply", request_id, ok, payload)``
+
+Several threads of one job may wait on the parent at once (two tool calls
+that meet through the memory, say): whichever waiting thread is reading the
+channel hands each reply to the thread that asked. Job frames that the parent
+sends meanwhile are kept in :attr:`ParentLink.inbox` for the worker loop.
+
+Worker-side module: standard library and robotlab's worker-side modules only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from robotlab.errors import Error
+from robotlab.parallel import wire
+
+__all__ = ["ParentLink", "RemoteEndpoint", "endpoint", "job_endpoints"]
+
+
+class ParentLink:
+    """The worker's end of the calls to the parent, shared by every thread of the running job."""
+
+    def __init__(self, send: Callable[[bytes], None], receive: Callable[[], Any]) -> None:
+        self._send = send  # thread-safe (the worker loop's send lock)
+        self._receive = receive
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._reading = False  # one waiting thread reads the channel at a time
+        self._replies: dict[int, tuple] = {}
+        self._broken: str | None = None
+        self.inbox: deque[Any] = deque()
+
+    def request(self, endpoint_id: int, op: str, args: tuple, label: str) -> Any:
+        """Send one call and wait for its reply; the parent's exception is raised here.
+
+        *label* (``"memory.set"``) names the call in errors.
+        """
+        request_id = next(self._ids)
+        frame = wire.encode(("call", request_id, endpoint_id, op, args), msgpack=False)
+        with self._lock:
+            self._check(label)
+        try:
+            self._send(frame)
+        except OSError as exc:
+            with self._lock:
+                self._lost(exc)
+                self._check(label)
+        with self._lock:
+            while request_id not in self._replies:
+                self._check(label)
+                if self._reading:
+                    self._changed.wait()
+                    continue
+                self._reading = True
+                self._lock.release()
+                failure: BaseException | None = None
+                try:
+                    message = self._receive()
+                except (EOFError, OSError) as exc:
+                    failure = exc
+                finally:
+                    self._lock.acquire()
+                    self._reading = False
+                    self._changed.notify_all()
+                if failure is not None:
+                    self._lost(failure)
+                    self._check(label)
+                if type(message) is tuple and message and message[0] == "reply":
+                    self._replies[message[1]] = message
+                else:
+                    self.inbox.append(message)  # a job frame (or the stop signal) for the worker loop
+                self._changed.notify_all()
+            _, _, ok, payload = self._replies.pop(request_id)
+        if ok:
+            return payload
+        raise _rebuild(*payload)
+
+    def _lost(self, exc: BaseException) -> None:  # caller holds the lock
+        self._broken = f"the pool closed the connection to this worker ({exc})"
+        self._changed.notify_all()
+
+    def _check(self, label: str) -> None:  # caller holds the lock
+        if self._broken is not None:
+            raise Error(f"{label}: {self._broken}")
+
+
+def _rebuild(frame: bytes | None, type_name: str, text: str) -> BaseException:
+    if frame is not None:
+        with contextlib.suppress(Exception):
+            error = wire.decode(frame)
+            if isinstance(error, BaseException):
+                return error
+    return Error(f"{type_name}: {text}")
+
+
+class RemoteEndpoint:
+    """A parent-side object as a job sees it: ``call(op, *args)`` runs ``op`` there.
+
+    It stops working when its job ends (a job's threads may outlive it).
+    """
+
+    def __init__(self, link: ParentLink, endpoint_id: int, name: str) -> None:
+        self._link = link
+        self._id = endpoint_id
+        self.name = name
+        self.open = True
+
+    def call(self, op: str, *args: Any) -> Any:
+        if not self.open:
+            raise Error(f"{self.name}.{op}: the job this {self.name} belonged to has ended")
+        return self._link.request(self._id, op, args, f"{self.name}.{op}")
+
+
+_current: dict[str, RemoteEndpoint] = {}
+_in_job = False
+
+
+@contextlib.contextmanager
+def job_endpoints(link: ParentLink, endpoint_ids: Mapping[str, int] | None) -> Iterator[dict[str, RemoteEndpoint]]:
+    """Make the running job's endpoints what :func:`endpoint` returns, until the job ends."""
+    global _current, _in_job
+    endpoints = {name: RemoteEndpoint(link, id_, name) for name, id_ in (endpoint_ids or {}).items()}
+    _current, _in_job = endpoints, True
+    try:
+        yield endpoints
+    finally:
+        for remote in endpoints.values():
+            remote.open = False
+        _current, _in_job = {}, False
+
+
+def endpoint(name: str) -> RemoteEndpoint | None:
+    """The running job's endpoint *name*, or None when it has none.
+
+    Raises ``robotlab.Error`` outside a job running on a WorkerPool.
+    """
+    if not _in_job:
+        raise Error(f"the parent's {name} is only available inside a job running on a WorkerPool")
+    return _current.get(name)
