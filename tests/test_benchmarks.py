@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from benchmarks import _report, boundary, fanout, overhead, startup
+from benchmarks import _backends, _report, boundary, fanout, overhead, robot_fanout, startup
 
 RL, PPE, MP = "robotlab WorkerPool", "ProcessPoolExecutor", "multiprocessing.Pool"
+RL_SUB = "robotlab WorkerPool (subinterpreter)"
+# The subinterpreter contenders run where this interpreter can run them, and only there.
+SUBINTERPRETERS = _backends.subinterpreters_missing() is None
 
 
 def numbers(value: object, path: str = "figures") -> Iterator[tuple[str, float]]:
@@ -42,28 +46,59 @@ def check_figures(figures: dict, name: str, keys: set[str], target_names: set[st
         assert math.isfinite(value) and value > 0, path
 
 
-def test_fanout_quick():
+def test_fanout_quick(capsys):
     figures = fanout.main(quick=True)
     check_figures(figures, "fanout", {"jobs", "burn_n", "median_s", "speedup_vs_serial",
                                       "robotlab_speedup_over_ppe_speedup"},
-                  {"robotlab_speedup", "robotlab_vs_ppe_speedup"})
-    contenders = {"serial", "ThreadPoolExecutor", RL, PPE}
+                  {"robotlab_speedup", "robotlab_vs_ppe_speedup"} | ({"subinterpreter_speedup"} if SUBINTERPRETERS
+                                                                     else set()))
+    contenders = {"serial", "ThreadPoolExecutor", RL, PPE} | ({RL_SUB} if SUBINTERPRETERS else set())
     assert figures["median_s"].keys() == contenders == figures["speedup_vs_serial"].keys()
     assert figures["speedup_vs_serial"]["serial"] == 1.0
+    assert ("subinterpreter_speedup_over_ppe_speedup" in figures) is SUBINTERPRETERS
+    says_whether_subinterpreters_ran(figures, capsys.readouterr().out)
 
 
-def test_overhead_quick():
+def says_whether_subinterpreters_ran(figures: dict, output: str) -> None:
+    if SUBINTERPRETERS:
+        assert figures["subinterpreters"].startswith("included")
+        assert "subinterpreter backend: included" in output
+    else:
+        assert figures["subinterpreters"].startswith("not run: ")
+        assert "subinterpreter backend: NOT run on this interpreter: DependencyError: " in output
+
+
+def test_overhead_quick(capsys):
     figures = overhead.main(quick=True)
     check_figures(figures, "overhead", {"round_trip_median_s", "batch_median_s", "map_median_s", "ratios",
                                         "map_chunksize_robotlab"},
-                  {"round_trip", "batch", "map"})
-    assert figures["round_trip_median_s"].keys() == {RL, PPE, MP} == figures["batch_median_s"].keys()
+                  {"round_trip", "batch", "map"} | ({"subinterpreter_round_trip"} if SUBINTERPRETERS else set()))
+    assert figures["round_trip_median_s"].keys() == {RL, PPE, MP} | ({RL_SUB} if SUBINTERPRETERS else set())
+    assert figures["batch_median_s"].keys() == {RL, PPE, MP}
     chunksize = figures["map_chunksize_robotlab"]
     assert figures["map_median_s"].keys() == {RL, MP, f"{PPE} (chunksize=1)", f"{PPE} (chunksize={chunksize})"}
     assert figures["ratios"].keys() == {
         "round_trip_robotlab_to_ppe", "round_trip_robotlab_to_mp_pool", "batch_robotlab_to_ppe",
         "batch_robotlab_to_mp_pool", "map_robotlab_to_mp_pool", "map_robotlab_to_ppe_chunksize_1",
-        "map_robotlab_to_ppe_same_chunksize"}
+        "map_robotlab_to_ppe_same_chunksize"} | ({"round_trip_subinterpreter_to_process"} if SUBINTERPRETERS
+                                                 else set())
+    says_whether_subinterpreters_ran(figures, capsys.readouterr().out)
+
+
+def test_robot_fanout_quick(capsys):
+    figures = robot_fanout.main(quick=True)
+    check_figures(figures, "robot_fanout", {"calls", "burn_n", "median_s", "speedup_vs_in_process"},
+                  {"process_speedup"} | ({"subinterpreter_speedup"} if SUBINTERPRETERS else set()))
+    contenders = {robot_fanout.IN_PROCESS, robot_fanout.PROCESS} | ({robot_fanout.SUBINTERPRETER}
+                                                                   if SUBINTERPRETERS else set())
+    assert figures["median_s"].keys() == contenders == figures["speedup_vs_in_process"].keys()
+    assert figures["calls"] == 16 and figures["speedup_vs_in_process"][robot_fanout.IN_PROCESS] == 1.0
+    says_whether_subinterpreters_ran(figures, capsys.readouterr().out)
+
+
+def test_runs_with_subinterpreters_publish_under_their_own_name():
+    assert _backends.published_name("fanout", False) == "fanout"
+    assert _backends.published_name("fanout", True) == f"fanout-py{sys.version_info.major}{sys.version_info.minor}"
 
 
 def test_boundary_quick():

@@ -1,40 +1,69 @@
+"""Networks: the same suite in every parallel mode ("thread", "process", and "subinterpreter" on 3.13+)."""
+
+import os
 import threading
 import time
 
 import pytest
 
 import robotlab
-from robotlab import ConfigurationError
+from robotlab import ConfigurationError, DependencyError, RactorBoundaryError, WorkerCrashed
 from robotlab.hooks import Hook
-from robotlab.llm import EchoModel, ScriptedModel, call
+from robotlab.llm import EchoModel, LlmReply, ScriptedModel, Usage, call
+from robotlab.parallel import shutdown_pool
+from robotlab.parallel.subinterpreter_backend import load_interpreters
 from robotlab.task import UpstreamFailed
+from tests import network_jobs as jobs
+
+try:
+    load_interpreters()
+    NO_SUBINTERPRETERS = None
+except DependencyError as exc:
+    NO_SUBINTERPRETERS = str(exc)
 
 
-@robotlab.tool
-def wait_io(seconds: float) -> str:
-    """Sleep, standing in for an I/O-bound call."""
-    time.sleep(seconds)
-    return f"slept {seconds}"
+def mode_param(mode):
+    if mode == "subinterpreter" and NO_SUBINTERPRETERS and os.environ.get("ROBOTLAB_REQUIRE_SUBINTERPRETERS") != "1":
+        return pytest.param(mode, marks=pytest.mark.skip(reason=f"DependencyError: {NO_SUBINTERPRETERS}"))
+    return pytest.param(mode)
+
+
+MODES = [mode_param(m) for m in ("thread", "process", "subinterpreter")]
+
+
+@pytest.fixture(params=MODES)
+def mode(request):
+    return request.param
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _stop_pools():
+    yield
+    shutdown_pool()
 
 
 def tool_robot(name, seconds=0.2):
     return robotlab.build(
-        name=name, model=ScriptedModel([call("wait_io", seconds=seconds), f"{name} done"]), local_tools=[wait_io]
+        name=name, model=ScriptedModel([call("wait_io", seconds=seconds), f"{name} done"]), local_tools=[jobs.wait_io]
     )
 
 
-def test_independent_tasks_run_concurrently():
-    net = robotlab.create_network(name="fan")
-    for i in range(8):
-        net.task(f"t{i}", tool_robot(f"r{i}"), tools="inherit")
+def test_independent_tasks_run_at_the_same_time(mode):
+    # Each task waits (through the shared memory) for the other one to arrive: run one
+    # after the other, the first would wait 30 s and fail.
+    net = robotlab.create_network(name="fan", parallel_mode=mode)
+    for me, partner in (("a", "b"), ("b", "a")):
+        model = ScriptedModel([call("rendezvous", me=me, partner=partner), f"{me} done"])
+        net.task(me, robotlab.build(name=me, model=model, local_tools=[jobs.Rendezvous]), tools="inherit")
     result = net.run("go")
-    assert result.ok and len(result.results) == 8
-    ratio = result.duration / (8 * 0.2)
-    assert ratio < 0.5, f"8 x 0.2 s tasks took {result.duration:.2f}s (ratio {ratio:.2f})"
+    assert result.ok, result.errors
+    a, b = (result[name].result.tool_calls[0].result for name in ("a", "b"))
+    assert a.startswith("a met b from pid") and b.startswith("b met a from pid")
+    assert type(result) is robotlab.NetworkResult and {o.worker for o in result.tasks.values()} == {mode}
 
 
-def test_dependants_see_results_and_start_without_waiting_for_unrelated_tasks():
-    net = robotlab.create_network(name="dag")
+def test_dependants_see_results_and_start_without_waiting_for_unrelated_tasks(mode):
+    net = robotlab.create_network(name="dag", parallel_mode=mode)
     net.task("slow", tool_robot("slow", 0.6), tools="inherit")
     net.task("fast", tool_robot("fast", 0.05), tools="inherit")
     after_fast = ScriptedModel(lambda messages, tools: messages[-1]["content"])
@@ -45,30 +74,27 @@ def test_dependants_see_results_and_start_without_waiting_for_unrelated_tasks():
     assert set(result.sinks) == {"slow", "after_fast"}
 
 
-def test_failed_task_fails_dependants_and_fires_on_error_while_other_branches_finish():
-    errors = []
-
-    class Watch(Hook):
-        @classmethod
-        def on_error(cls, ctx):
-            errors.append((ctx.event, getattr(ctx, "task_name", None), type(ctx.error).__name__))
+def test_failed_task_fails_dependants_and_fires_on_error_while_other_branches_finish(mode):
+    jobs.Watch.seen.clear()
 
     def boom(messages, tools):
         raise ConnectionError("down")
 
-    net = robotlab.create_network(name="f")
+    net = robotlab.create_network(name="f", parallel_mode=mode)
     net.task("bad", robotlab.build(name="bad", model=ScriptedModel(boom)))
     net.task("child", robotlab.build(name="child", model=EchoModel()), depends_on=["bad"])
     net.task("grandchild", robotlab.build(name="gc", model=EchoModel()), depends_on=["child"])
     net.task("ok", robotlab.build(name="okr", model=EchoModel()))
-    net.on(Watch)
+    net.on(jobs.Watch)
     result = net.run("x")
     assert not result.ok
     assert result["ok"].status == "ok"
     assert isinstance(result.errors["bad"], robotlab.InferenceError)
+    assert "model 'scripted' failed: down" in str(result.errors["bad"])
     assert isinstance(result.errors["child"], UpstreamFailed)
     assert isinstance(result.errors["grandchild"], UpstreamFailed)
-    assert ("task", "bad", "InferenceError") in errors and ("task", "child", "UpstreamFailed") in errors
+    seen = jobs.Watch.seen  # task hooks fire in the parent, in every mode
+    assert ("task", "bad", "InferenceError") in seen and ("task", "child", "UpstreamFailed") in seen
     with pytest.raises(robotlab.InferenceError):
         result.raise_for_errors()
 
@@ -87,26 +113,15 @@ def test_cycles_and_unknown_dependencies_are_refused_before_anything_runs():
     assert model.calls == []
 
 
-def test_shared_memory_blocking_read_between_tasks():
-    @robotlab.tool
-    def publish(value: str) -> str:
-        """Publish a value."""
-        time.sleep(0.1)
-        current_memory().set("sentiment", value)
-        return "published"
+def test_shared_memory_blocking_read_between_tasks(mode):
+    net = robotlab.create_network(name="m", parallel_mode=mode)
 
-    holder = {}
+    def waiter(messages, tools):  # models run in this process in every mode
+        return f"got {net.memory.get('sentiment', wait=30)}"
 
-    def current_memory():
-        return holder["memory"]
-
-    def waiter(messages, tools):
-        return f"got {holder['memory'].get('sentiment', wait=5)}"
-
-    net = robotlab.create_network(name="m")
-    holder["memory"] = net.memory
-    net.task("writer", robotlab.build(name="w", model=ScriptedModel([call("publish", value="positive"), "ok"]),
-                                      local_tools=[publish]), tools="inherit")
+    net.task("writer", robotlab.build(name="w", model=ScriptedModel([call("publish", key="sentiment",
+                                                                          value="positive"), "ok"]),
+                                      local_tools=[jobs.Publish]), tools="inherit")
     net.task("reader", robotlab.build(name="rd", model=ScriptedModel(waiter)))
     result = net.run("x", customer="ada")
     assert result.results["reader"].last_text_content == "got positive"
@@ -114,11 +129,11 @@ def test_shared_memory_blocking_read_between_tasks():
     assert len(result.memory.results) == 2
 
 
-def test_network_and_task_hooks_fire_in_order():
+def test_network_and_task_hooks_fire_in_order(mode):
     log = []
     lock = threading.Lock()
 
-    class Trace(Hook):
+    class Trace(Hook):  # network_run and task hooks stay in the parent: a local class is fine
         @classmethod
         def before_network_run(cls, ctx):
             log.append("network.before")
@@ -132,7 +147,7 @@ def test_network_and_task_hooks_fire_in_order():
             with lock:
                 log.append(f"task:{ctx.task_name}")
 
-    net = robotlab.create_network(name="h")
+    net = robotlab.create_network(name="h", parallel_mode=mode)
     net.task("a", robotlab.build(name="a", model=EchoModel()))
     net.task("b", robotlab.build(name="b", model=EchoModel()), depends_on=["a"])
     net.on(Trace)
@@ -140,17 +155,11 @@ def test_network_and_task_hooks_fire_in_order():
     assert log == ["network.before", "task:a", "task:b", "network.after:True"]
 
 
-def test_optional_task_runs_only_when_activated():
-    net = robotlab.create_network(name="o")
-
-    @robotlab.tool
-    def escalate() -> str:
-        """Escalate to billing."""
-        net.activate("billing")
-        return "escalated"
-
-    net.task("triage", robotlab.build(name="t", model=ScriptedModel([call("escalate"), "done"]),
-                                      local_tools=[escalate]), tools="inherit")
+def test_optional_task_runs_only_when_activated(mode):
+    net = robotlab.create_network(name="o", parallel_mode=mode)
+    triage = robotlab.build(name="triage", model=ScriptedModel(["escalating"]))
+    triage.on(jobs.Escalate)  # activates "billing" after the run, from wherever the robot runs
+    net.task("triage", triage)
     net.task("billing", robotlab.build(name="b", model=EchoModel()), depends_on="optional")
     net.task("never", robotlab.build(name="n", model=EchoModel()), depends_on="optional")
     result = net.run("refund please")
@@ -159,7 +168,7 @@ def test_optional_task_runs_only_when_activated():
         net.activate("billing")
 
 
-def test_retries_only_for_retryable_errors():
+def test_retries_only_for_retryable_errors(mode):
     attempts = []
 
     def flaky(messages, tools):
@@ -168,7 +177,7 @@ def test_retries_only_for_retryable_errors():
             raise ConnectionError("flaky")  # becomes a retryable InferenceError
         return "third time lucky"
 
-    net = robotlab.create_network(name="r")
+    net = robotlab.create_network(name="r", parallel_mode=mode)
     net.task("t", robotlab.build(name="t", model=ScriptedModel(flaky)), retries=2)
     result = net.run("x")
     assert result.value == "third time lucky" and result["t"].attempts == 3
@@ -178,35 +187,117 @@ def test_retries_only_for_retryable_errors():
         raise robotlab.ConfigurationError("not retryable")
 
     attempts.clear()
-    net2 = robotlab.create_network(name="r2")
+    net2 = robotlab.create_network(name="r2", parallel_mode=mode)
     net2.task("t", robotlab.build(name="t", model=ScriptedModel(config_bug)), retries=5)
     assert net2.run("x")["t"].attempts == 1 and len(attempts) == 1
 
 
-def test_shared_budget_allows_exactly_k_parallel_calls():
-    from robotlab.llm import LlmReply, Usage
-
+def test_shared_budget_allows_exactly_k_parallel_calls(mode):
     def costly(messages, tools):
         time.sleep(0.05)  # keep the calls overlapping
         return LlmReply(text="answer", usage=Usage(0, 100))
 
     # Each call reserves its prompt estimate + max_tokens (~102) and spends 100: 310 fits exactly three.
-    net = robotlab.create_network(name="b", config=robotlab.RunConfig(token_budget=310, max_tokens=100))
+    net = robotlab.create_network(name="b", config=robotlab.RunConfig(token_budget=310, max_tokens=100),
+                                  parallel_mode=mode)
     for i in range(6):
         net.task(f"t{i}", robotlab.build(name=f"r{i}", model=ScriptedModel(costly)))
     result = net.run("go")
     assert len(result.results) == 3
     assert all(isinstance(e, robotlab.BudgetExceeded) for e in result.errors.values()) and len(result.errors) == 3
-    assert net._ledger.committed("tokens") == 300
+    assert net._ledger.committed("tokens") == 300 and net._ledger.pending("tokens") == 0
 
 
-def test_parallel_modes_not_yet_available_raise_clearly():
+def test_a_robot_keeps_its_conversation_from_one_task_to_the_next(mode):
+    model = ScriptedModel(lambda messages, tools: f"turn {sum(m['role'] == 'user' for m in messages)}")
+    robot = robotlab.build(name="same", model=model, system_prompt="be brief")
+    net = robotlab.create_network(name="twice", parallel_mode=mode)
+    net.task("first", robot)
+    net.task("second", robot, depends_on=["first"], message=lambda message, results: "again")
+    result = net.run("hello")
+    assert result.value == "turn 2"
+    assert [m["content"] for m in robot.messages] == ["be brief", "hello", "turn 1", "again", "turn 2"]
+
+
+def test_hooks_of_every_level_fire_where_the_robot_runs_and_their_metadata_returns(mode):
+    robotlab.on(jobs.RunStamp)
+    net = robotlab.create_network(name="stamped", parallel_mode=mode)
+    robot = robotlab.build(name="r", model=ScriptedModel([call("where"), "done"]), local_tools=[jobs.where])
+    net.task("t", robot, tools="inherit")
+    result = net.run("go")
+    record = result["t"].result.tool_calls[0]
+    assert result["t"].result.hook_metadata["run_stamp"]["run_pid"] == record.result
+    assert record.hook_metadata["run_stamp"]["tool_pid"] == record.result
+    if mode == "process":
+        assert record.result != os.getpid()
+    else:  # threads and subinterpreters share this process
+        assert record.result == os.getpid()
+
+
+def test_unknown_parallel_mode_is_refused():
     with pytest.raises(ConfigurationError, match="parallel_mode must be one of"):
         robotlab.create_network(name="x", parallel_mode="gpu")
-    net = robotlab.create_network(name="x", parallel_mode="process")
-    net.task("a", robotlab.build(name="a", model=EchoModel()))
-    with pytest.raises(ConfigurationError, match="not available"):
+
+
+@pytest.mark.parametrize("mode", [m for m in MODES if m.values[0] != "thread"])
+def test_what_cannot_run_in_a_worker_is_refused_before_anything_runs(mode):
+    @robotlab.tool
+    def local_tool() -> str:
+        """Defined in a function: workers cannot import it."""
+        return "x"
+
+    model = ScriptedModel(["never called"])
+    net = robotlab.create_network(name="refuse", parallel_mode=mode)
+    net.task("fine", robotlab.build(name="fine", model=model))
+    net.task("bad", robotlab.build(name="bad", model=model, local_tools=[local_tool]))
+    with pytest.raises(RactorBoundaryError, match=r"task 'bad' cannot run with parallel_mode=.*tool 'local_tool'.*"
+                                                  r"inside a function"):
         net.run("x")
+
+    class LocalHook(Hook):
+        @classmethod
+        def before_run(cls, ctx):
+            pass
+
+    net2 = robotlab.create_network(name="refuse_hook", parallel_mode=mode)
+    robot = robotlab.build(name="hooked", model=model)
+    robot.on(LocalHook)
+    net2.task("hooked", robot)
+    with pytest.raises(RactorBoundaryError, match=r"task 'hooked'.*Hook .*LocalHook cannot be registered in a worker"):
+        net2.run("x")
+    assert model.calls == []
+
+
+@pytest.mark.skipif(NO_SUBINTERPRETERS is not None, reason=f"DependencyError: {NO_SUBINTERPRETERS}")
+def test_subinterpreter_mode_refuses_robots_whose_modules_cannot_load_there_before_the_run():
+    model = ScriptedModel(["never called"])
+    net = robotlab.create_network(name="sub", parallel_mode="subinterpreter")
+    net.task("mcp", robotlab.build(name="mcp_user", model=model,
+                                   mcp=[{"name": "time", "transport": "stdio", "command": "mcp-server-time"}]))
+    with pytest.raises(DependencyError, match=r"task 'mcp'.*cannot be imported in a subinterpreter.*"
+                                              r"backend='process'"):
+        net.run("x")
+    assert model.calls == []
+
+
+def test_a_worker_crash_fails_its_task_and_a_retry_runs_it_again():
+    net = robotlab.create_network(name="crash", parallel_mode="process")
+    crashing = robotlab.build(name="c", model=ScriptedModel([call("crash_once"), "unreachable"]),
+                              local_tools=[jobs.CrashOnce])
+    net.task("crashes", crashing, tools="inherit")
+    net.task("after", robotlab.build(name="a", model=EchoModel()), depends_on=["crashes"])
+    net.task("unrelated", robotlab.build(name="u", model=EchoModel()))
+    result = net.run("x")
+    assert isinstance(result.errors["crashes"], WorkerCrashed) and "signal SIGKILL" in str(result.errors["crashes"])
+    assert isinstance(result.errors["after"], UpstreamFailed) and result["unrelated"].status == "ok"
+
+    again = robotlab.create_network(name="crash_retry", parallel_mode="process")
+    model = ScriptedModel(lambda messages, tools: "recovered" if messages[-1]["role"] == "tool" else call("crash_once"))
+    again.task("crashes", robotlab.build(name="c2", model=model, local_tools=[jobs.CrashOnce]), tools="inherit",
+               retries=1)
+    result = again.run("x")
+    assert result.ok and result["crashes"].attempts == 2 and result.value == "recovered"
+    assert result.memory.get("crashed") not in (None, os.getpid())
 
 
 def test_demo_runs_offline(capsys):

@@ -14,6 +14,12 @@ Example:
 A task starts the moment its own dependencies are done; independent tasks run
 concurrently and share the network's Memory. A failed task fails its
 dependants (with ``UpstreamFailed``); unrelated branches still finish.
+
+``parallel_mode``: ``"thread"`` runs each task's robot on a thread of this
+process; ``"process"``, ``"subinterpreter"`` and ``"ray"`` run it on a worker
+of the default pool of that backend (``robotlab.parallel.default_pool``),
+rebuilt there from a spec (see ``robotlab.parallel.robot_job``: what runs
+where). The result, hooks, memory and budgets behave the same in every mode.
 """
 
 from __future__ import annotations
@@ -28,10 +34,11 @@ from typing import Any, Literal
 
 from robotlab.budget import Ledger
 from robotlab.configuration import RunConfig
-from robotlab.errors import ConfigurationError, retryable
+from robotlab.errors import ConfigurationError, Error, RactorBoundaryError, retryable
 from robotlab.hooks import HookRegistry, Hooks, NetworkRunHookContext, TaskHookContext, global_hooks
 from robotlab.hooks.scope import ScopedThreadPoolExecutor
 from robotlab.memory import Memory
+from robotlab.parallel.endpoints import Endpoint
 from robotlab.result import RobotResult
 from robotlab.robot import Robot
 from robotlab.task import Task, TaskOutcome, UpstreamFailed
@@ -215,20 +222,42 @@ class Network:
         """Run every task once; returns a :class:`NetworkResult` (it does not raise for task errors).
 
         Keyword *context* is written into ``memory.data`` before the first task starts.
+        In a parallel mode, a robot, tool, hook or skill that cannot be rebuilt in
+        a worker raises here, before any task runs, naming the task and why.
         """
         order = self.validate()
-        if self.parallel_mode != "thread":
-            raise ConfigurationError(
-                f"parallel_mode={self.parallel_mode!r} is not available in this version of robotlab; "
-                "use parallel_mode='thread'"
-            )
+        pool = None if self.parallel_mode == "thread" else self._checked_pool()
         memory = memory if memory is not None else self.memory
         for key, value in context.items():
             memory.data[key] = value
         registries = [global_hooks(), self.hooks]
         ctx = NetworkRunHookContext(network=self, memory=memory, config=self.config, context=dict(context))
-        run = _Run(self, order, message, memory, registries, self._ledger_for(self.config))
+        run = _Run(self, order, message, memory, registries, self._ledger_for(self.config), pool)
         return Hooks.run("network_run", ctx, registries, None, run.execute)
+
+    def _checked_pool(self) -> Any:
+        """The pool of this network's mode, once every task's robot was rebuilt in one of its workers."""
+        from robotlab.parallel import default_pool
+        from robotlab.parallel.robot_job import describe_robot
+
+        pool = default_pool(self.parallel_mode, self.config.pool_size)
+        checks = []
+        for task in self._tasks.values():
+            where = f"network {self.name!r}: task {task.name!r} cannot run with parallel_mode={self.parallel_mode!r}"
+            try:
+                spec = describe_robot(task.robot, pool, network=self,
+                                      overrides=RunConfig.from_options(task.options, where=f"task {task.name!r}"))
+            except RactorBoundaryError as exc:
+                raise RactorBoundaryError(f"{where}: {exc}") from None
+            checks.append((where, pool.submit("robotlab.parallel.robot_job:check_robot", spec)))
+        for where, check in checks:
+            try:
+                check.result()
+            except Error as exc:
+                raise type(exc)(f"{where}: {exc}") from exc
+            except Exception as exc:
+                raise ConfigurationError(f"{where}: {type(exc).__name__}: {exc}") from exc
+        return pool
 
 
 class _Run:
@@ -242,8 +271,10 @@ class _Run:
         memory: Memory,
         registries: list[HookRegistry | None],
         ledger: Ledger | None,
+        pool: Any = None,
     ) -> None:
         self.network = network
+        self.pool = pool  # None: robots run on this process's threads
         self.order = order
         self.message = message
         self.memory = memory
@@ -339,7 +370,7 @@ class _Run:
                 self._fail_upstream(child, name)
 
     def _run_task(self, task: Task) -> None:
-        outcome = TaskOutcome(task.name, "ok", started=self._now())
+        outcome = TaskOutcome(task.name, "ok", started=self._now(), worker=self.network.parallel_mode)
         dependency_results = {d: self.outcomes[d].result for d in task.dependencies}
         prompt = task.prompt(self.message, dependency_results)
         ctx = TaskHookContext(network=self.network, task=task, memory=self.memory,
@@ -362,15 +393,25 @@ class _Run:
             self.outcomes[task.name] = outcome
 
     def _run_robot(self, task: Task, prompt: str) -> RobotResult:
-        return task.robot.run(
-            prompt,
-            tools=task.tools,
-            memory=self.memory,
-            network=self.network,
-            task=task,
-            budget_ledger=self.ledger,
-            **task.options,
-        )
+        options = dict(tools=task.tools, memory=self.memory, network=self.network, task=task,
+                       budget_ledger=self.ledger, **task.options)
+        if self.pool is None:
+            return task.robot.run(prompt, **options)
+        from robotlab.parallel.robot_job import run_on_pool
+
+        return run_on_pool(self.pool, task.robot, prompt, endpoints={"network": _RunEndpoint(self)}, **options)
+
+
+class _RunEndpoint(Endpoint):
+    """The run in progress, for robots in workers: ``ctx.network.activate(name)`` lands here."""
+
+    def __init__(self, run: _Run) -> None:
+        self._run = run
+
+    def handle(self, op: str, args: tuple, still_waiting: Any) -> Any:
+        if op != "activate":
+            raise self.unknown(op)
+        return self._run.activate(*args)
 
 
 def create_network(
@@ -383,7 +424,9 @@ def create_network(
 ) -> Network:
     """Create a :class:`Network`. Add tasks with ``network.task(...)``, then ``network.run(message)``.
 
-    ``parallel_mode``: ``"thread"`` runs tasks on threads of this process.
+    ``parallel_mode``: ``"thread"`` runs tasks on threads of this process;
+    ``"process"``, ``"subinterpreter"`` (CPython 3.13+) and ``"ray"`` run each
+    task's robot on a worker of that backend (see :mod:`robotlab.network`).
     """
     return Network(name, concurrency=concurrency, config=config, parallel_mode=parallel_mode, memory=memory)
 

@@ -1,0 +1,299 @@
+"""A robot run as a WorkerPool job: how networks run their tasks in worker processes or subinterpreters.
+
+Parent side, :func:`run_on_pool` (``Robot.run``'s arguments): the robot is
+described as a :class:`RobotSpec` — plain data and import paths — or refused
+right there, naming what cannot be described; the spec travels with the
+endpoints its run needs, and the worker's ``RobotResult`` comes back.
+
+Worker side, :func:`run_robot`: the robot is rebuilt from the spec and runs
+its tool loop there. What runs where:
+
+- in the worker: prompt building, the tool loop, the robot's tools (in-process
+  there), and the ``run``, ``llm_generation``, ``tool_call``, ``compaction``
+  and ``learn`` hooks of every level (registered again by import path);
+- in the parent: the model's ``complete()`` (so LLM I/O, API keys and litellm
+  stay in one process and any model object works, a ``ScriptedModel``
+  function included), the budget ledgers (so parallel robots cannot overspend
+  a shared budget), the memory (so subscriptions and blocking reads fire as in
+  thread mode), and a network's ``network_run`` and ``task`` hooks.
+
+The robot's conversation and learnings travel with the spec and come back
+with the result, so a robot behaves as in thread mode from one task to the next.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from robotlab.configuration import RunConfig
+from robotlab.errors import ConfigurationError, RactorBoundaryError, ToolLoopError
+from robotlab.hooks import HookRegistry, global_hooks
+from robotlab.parallel import shipped_hooks
+from robotlab.parallel.boundary import FrozenDict, freeze_deep, resolve
+from robotlab.parallel.parent_calls import RemoteEndpoint, endpoint
+from robotlab.result import RobotResult
+from robotlab.robot import Robot
+
+__all__ = ["NetworkRef", "RobotSpec", "TaskRef", "check_robot", "describe_robot", "run_on_pool", "run_robot"]
+
+
+@dataclass(frozen=True)
+class NetworkRef:
+    """What ``ctx.network`` is in a worker: the network's name and mode (the Network stays in the parent)."""
+
+    name: str
+    parallel_mode: str
+    config: RunConfig = field(default_factory=RunConfig)
+
+    def activate(self, name: str) -> None:
+        """``network.activate(name)`` of the run in progress, in the parent."""
+        remote = endpoint("network")
+        if remote is None:
+            raise ConfigurationError(f"network.activate({name!r}) called outside a run of network {self.name!r}")
+        remote.call("activate", name)
+
+
+@dataclass(frozen=True)
+class TaskRef:
+    """What ``ctx.task`` is in a worker: the task's name and dependencies."""
+
+    name: str
+    depends_on: Any = "none"
+    tools: Any = "none"
+
+
+@dataclass(frozen=True)
+class RobotSpec:
+    """Everything needed to rebuild a robot in a worker, as shareable data.
+
+    ``config`` is the run's effective RunConfig (global → network → robot →
+    per-run) without the model, which stays in the parent; ``hooks`` the
+    worker-side hook families of every level, by import path.
+    """
+
+    name: str
+    system_prompt: str | None
+    context: Any
+    config: RunConfig
+    tools: tuple[str, ...]
+    skills: tuple[str, ...]
+    mcp: tuple[Any, ...]
+    hooks: shipped_hooks.Description | None
+    messages: tuple[Any, ...]
+    learnings: tuple[str, ...]
+    auto_compact: str | None
+    model_name: str
+    context_window: int | None
+
+
+def describe_robot(robot: Robot, pool: Any, *, network: Any = None, hooks: Any = None,
+                   overrides: RunConfig | None = None) -> RobotSpec:
+    """The spec of *robot* for a run on *pool*; ``RactorBoundaryError`` naming what cannot be described."""
+    from robotlab.llm import resolve_model
+    from robotlab.robot import _context_window_of
+
+    where = f"robot {robot.name!r} cannot run in a worker"
+    effective = robot.effective_config(network, overrides)
+    model = resolve_model(robot._model(effective))
+    skill_tools = {t for skill in robot.skills for t in skill.script_tools}
+
+    def path(obj: Any, what: str) -> str:
+        try:
+            return pool._path(obj)
+        except RactorBoundaryError as exc:
+            raise RactorBoundaryError(f"{where}: {what} {exc}") from None
+
+    auto_compact = robot.auto_compact
+    if callable(auto_compact):
+        auto_compact = path(auto_compact, "its auto_compact function:")
+    levels = [global_hooks(), getattr(network, "hooks", None), robot.hooks]
+    per_run = () if hooks is None else (hooks,) if isinstance(hooks, type) else tuple(hooks)
+    try:
+        shipped = pool.describe_hooks(levels, per_run, shipped_hooks.WORKER_FAMILIES)
+    except RactorBoundaryError as exc:
+        raise RactorBoundaryError(f"{where}: {exc}") from None
+    spec = RobotSpec(
+        name=robot.name,
+        system_prompt=robot.system_prompt,
+        context=robot.context,
+        # Tools run in-process in the worker: a worker does not start pools of its own.
+        config=dataclasses.replace(effective, model=None, parallel_tools=False),
+        tools=tuple(path(cls, f"tool {cls.name!r}:") for cls in robot._tool_classes if cls not in skill_tools),
+        skills=tuple(str(skill.path) for skill in robot.skills),
+        mcp=tuple(robot.mcp_servers),
+        hooks=shipped,
+        messages=tuple(robot._messages),
+        learnings=tuple(robot._learnings),
+        auto_compact=auto_compact,
+        model_name=str(getattr(model, "name", "") or ""),
+        context_window=_context_window_of(model),
+    )
+    try:
+        return freeze_deep(spec, root=f"robot {robot.name!r}")
+    except RactorBoundaryError as exc:
+        raise RactorBoundaryError(f"{where}: {exc}") from None
+
+
+def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Sequence[str] = "none",
+                mcp: str | Sequence[str] = "none", hooks: Any = None, memory: Any = None, network: Any = None,
+                task: Any = None, budget_ledger: Any = None, endpoints: dict[str, Any] | None = None,
+                **overrides: Any) -> RobotResult:
+    """``robot.run(message, ...)`` with the robot's tool loop in a worker of *pool*; see the module docstring.
+
+    *endpoints*: more parent objects the worker may reach (a network passes its run's).
+    Raises what the run raises (``WorkerCrashed`` when the worker died), and
+    ``RactorBoundaryError`` before anything runs when the robot cannot be described.
+    """
+    from robotlab.llm import resolve_model
+    from robotlab.parallel.endpoints import LedgerEndpoint, MemoryEndpoint, ModelEndpoint
+
+    run_overrides = RunConfig.from_options(overrides, where="robot.run()")
+    spec = describe_robot(robot, pool, network=network, hooks=hooks, overrides=run_overrides)
+    effective = robot.effective_config(network, run_overrides)
+    memory = memory if memory is not None else robot.memory
+    endpoints = {**(endpoints or {}), "memory": MemoryEndpoint(memory),
+                 "model": ModelEndpoint(resolve_model(robot._model(effective)))}
+    own_ledger = robot._ledger_for(effective)
+    if own_ledger is not None:
+        endpoints["robot_ledger"] = LedgerEndpoint(own_ledger)
+    if budget_ledger is not None:
+        endpoints["network_ledger"] = LedgerEndpoint(budget_ledger)
+    where = (None if network is None else NetworkRef(network.name, network.parallel_mode),
+             None if task is None else TaskRef(task.name, task.depends_on, task.tools))
+    with robot._run_lock:
+        if robot._broken_by is not None:
+            raise ConfigurationError(
+                f"robot {robot.name!r} stopped mid tool loop ({robot._broken_by}); "
+                "call robot.clear_messages() before running it again"
+            )
+        future = pool._submit("call", f"{__name__}:run_robot", (spec, str(message), tools, mcp, where), {}, None,
+                              endpoints=endpoints)
+        try:
+            result, learnings = future.result()
+        except ToolLoopError as exc:
+            robot._broken_by = exc  # as in thread mode: clear_messages() before the next run
+            raise
+        robot._messages = [dict(m) for m in result.messages]
+        robot._learnings = list(learnings)
+    return result
+
+
+def check_robot(spec: RobotSpec) -> str:
+    """Rebuild the robot in a worker without running it: its tools, skills, hooks and MCP SDK must load there."""
+    if spec.mcp:
+        import mcp  # noqa: F401  (the MCP SDK, which a subinterpreter may refuse)
+    _rebuild(spec)
+    return spec.name
+
+
+def run_robot(spec: RobotSpec, message: str, tools: Any, mcp: Any, where: tuple) -> tuple[RobotResult, tuple]:
+    """The worker side: rebuild the robot from *spec* and run it with the parent's model, ledgers and memory."""
+    from robotlab.parallel.memory_proxy import MemoryProxy
+
+    robot = _rebuild(spec)
+    robot._messages = [_thaw(m) for m in spec.messages]
+    robot._learnings = list(spec.learnings)
+    ledger = endpoint("robot_ledger")
+    robot._own_ledger = None if ledger is None else _LedgerProxy(ledger)
+    network_ledger = endpoint("network_ledger")
+    memory = endpoint("memory")
+    network, task = where
+    result = robot.run(
+        message,
+        tools=_thaw(tools),
+        mcp=_thaw(mcp),
+        hooks=robot._per_run or None,
+        memory=None if memory is None else MemoryProxy(memory),
+        network=network,
+        task=task,
+        budget_ledger=None if network_ledger is None else _LedgerProxy(network_ledger),
+    )
+    return result, tuple(robot.learnings)
+
+
+class _WorkerRobot(Robot):
+    """A robot rebuilt in a worker: its hook levels, configuration and budget ledger are the parent's."""
+
+    _levels: list[HookRegistry]
+    _per_run: tuple[type, ...]
+    _own_ledger: Any = None
+
+    def effective_config(self, network: Any = None, overrides: RunConfig | None = None) -> RunConfig:
+        # Its config is already the parent's effective one; the worker's own global
+        # configuration (which needs pydantic-settings) does not take part.
+        return self.config.merge(overrides)
+
+    def _registries(self, network: Any) -> list[HookRegistry | None]:
+        return list(self._levels)
+
+    def _ledger_for(self, effective: RunConfig) -> Any:
+        return self._own_ledger
+
+
+def _rebuild(spec: RobotSpec) -> _WorkerRobot:
+    skills: list[Any] = []
+    if spec.skills:
+        from robotlab.skills import AgentSkill
+
+        skills = [AgentSkill(path) for path in spec.skills]
+    model_endpoint = endpoint("model")
+    model = _ModelProxy(model_endpoint, spec.model_name, spec.context_window) if model_endpoint else None
+    auto_compact = resolve(spec.auto_compact) if spec.auto_compact not in (None, "context_window") \
+        else spec.auto_compact
+    robot = _WorkerRobot(
+        spec.name,
+        model=model,
+        system_prompt=spec.system_prompt,
+        context=_thaw(spec.context),
+        local_tools=[resolve(path) for path in spec.tools],
+        skills=skills,
+        mcp=spec.mcp,
+        config=spec.config,
+        auto_compact=auto_compact,
+    )
+    levels, robot._per_run = shipped_hooks.rebuild(spec.hooks)
+    robot._levels = levels
+    return robot
+
+
+class _ModelProxy:
+    """The parent's model, as the worker's robot sees it: ``complete`` runs in the parent."""
+
+    def __init__(self, remote: RemoteEndpoint, name: str, context_window: int | None) -> None:
+        self._remote = remote
+        self.name = name
+        self.context_window = context_window
+
+    def complete(self, request: Any) -> Any:
+        return self._remote.call("complete", request)
+
+
+class _LedgerProxy:
+    """A budget ledger of the parent: reservations are held there, by handle."""
+
+    def __init__(self, remote: RemoteEndpoint) -> None:
+        self._remote = remote
+
+    def reserve(self, dimension: str, amount: float) -> int:
+        return self._remote.call("reserve", dimension, amount)
+
+    def reconcile(self, handle: int, actual: float) -> float:
+        return self._remote.call("reconcile", handle, actual)
+
+    def release(self, handle: int) -> None:
+        self._remote.call("release", handle)
+
+    def overspend_error(self) -> Any:
+        return self._remote.call("overspend_error")
+
+
+def _thaw(value: Any) -> Any:
+    """Frozen JSON-like data back to dicts and lists (a robot's messages are plain JSON)."""
+    if isinstance(value, FrozenDict):
+        return {k: _thaw(v) for k, v in value.items()}
+    if type(value) is tuple:
+        return [_thaw(v) for v in value]
+    return value
