@@ -1,0 +1,141 @@
+"""The worker side of ``WorkerPool(backend="ray")``: a Ray actor that runs robotlab's worker loop.
+
+Each pool worker is one :class:`RayWorker` actor. Its single long-running
+method, :meth:`RayWorker.serve`, opens a TCP connection back to the driver
+(the process that owns the pool), proves it holds the worker's one-time
+token, and then runs the same loop as a process worker
+(``robotlab.parallel._worker.serve``) over that socket, with the same
+framing. Jobs, results, log records and memory requests therefore travel
+exactly as they do for the process backend; Ray places the actor, gives it
+its resources and runtime environment, and reports its death.
+
+The handshake (before any pickle is read on either side)::
+
+    worker -> driver   hello  = b"robotlab-ray/1 <key> <pid> <node ip> <actor id>"
+    driver -> worker   nonce_d (32 random bytes)
+    worker -> driver   HMAC(token, "worker", nonce_d, hello) + nonce_w (32 random bytes)
+    driver -> worker   HMAC(token, "driver", nonce_w, hello)
+
+Both sides authenticate: the driver never unpickles frames from a peer that
+does not know the worker's token, and the worker never runs jobs sent by a
+peer that does not know it either. Frames use the 4-byte big-endian length
+prefix of ``multiprocessing.connection.Connection``.
+
+Worker-side module: standard library and robotlab's worker-side modules;
+``ray`` is imported only inside the actor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+
+__all__ = ["PROTOCOL", "RayWorker", "proof", "recv_frame", "send_frame"]
+
+PROTOCOL = b"robotlab-ray/1"
+# How long a worker tries to reach the driver, and how long each handshake step may take.
+CONNECT_TIMEOUT = 30.0
+NONCE_SIZE = 32
+_LENGTH = struct.Struct("!i")
+
+
+def send_frame(sock: socket.socket, data: bytes) -> None:
+    """Send one length-prefixed frame (``Connection.send_bytes`` framing)."""
+    sock.sendall(_LENGTH.pack(len(data)) + data)
+
+
+def recv_frame(sock: socket.socket, limit: int) -> bytes:
+    """Receive one length-prefixed frame of at most *limit* bytes (a longer one ends the handshake)."""
+    (size,) = _LENGTH.unpack(_recv_exact(sock, _LENGTH.size))
+    if not 0 <= size <= limit:
+        raise ConnectionError(f"unexpected handshake frame of {size} bytes (at most {limit} expected)")
+    return _recv_exact(sock, size)
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = sock.recv(left)
+        if not chunk:
+            raise ConnectionError("the peer closed the connection during the handshake")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def proof(token: bytes, role: bytes, nonce: bytes, hello: bytes) -> bytes:
+    """What *role* (``b"worker"`` or ``b"driver"``) answers to *nonce*: an HMAC-SHA256 keyed by the token."""
+    return hmac.new(token, b"\0".join((role, nonce, hello)), hashlib.sha256).digest()
+
+
+def authenticate(sock: socket.socket, hello: bytes, token: bytes) -> None:
+    """The worker's half of the handshake; raises ``ConnectionError`` if the driver does not know the token."""
+    send_frame(sock, hello)
+    driver_nonce = recv_frame(sock, NONCE_SIZE)
+    worker_nonce = os.urandom(NONCE_SIZE)
+    send_frame(sock, proof(token, b"worker", driver_nonce, hello) + worker_nonce)
+    answer = recv_frame(sock, 64)
+    if not hmac.compare_digest(answer, proof(token, b"driver", worker_nonce, hello)):
+        raise ConnectionError("the peer at the pool's address failed authentication: it is not this worker's pool")
+
+
+def merge_sys_path(driver_path: list[str]) -> None:
+    """The driver's ``sys.path`` first (as a process worker gets it), then this process's own other entries.
+
+    The entries Ray added (a ``runtime_env`` working_dir or py_modules) stay
+    importable; entries of the driver that do not exist on this node do nothing.
+    """
+    sys.path[:] = list(driver_path) + [entry for entry in sys.path if entry not in driver_path]
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    os._exit(128 + signum)
+
+
+class RayWorker:
+    """The Ray actor hosting one pool worker (made a Ray actor class by the driver with ``ray.remote``)."""
+
+    def serve(self, driver: tuple[str, int], key: str, token: bytes, sys_path: list[str], log_level: int,
+              initializer: str | None, initargs_frame: bytes) -> int:
+        """Connect to the pool at *driver*, authenticate, and run the worker loop until the pool stops it.
+
+        Returns this process's pid. Raises ``ConnectionError`` (with what to
+        check) when the driver cannot be reached or authenticated.
+        """
+        import ray
+
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        merge_sys_path(sys_path)
+        if threading.current_thread() is threading.main_thread():
+            # Ray stops a worker with SIGTERM, and its handler raises SystemExit inside the running job,
+            # which would reach the driver as the job's own exception (and end the driver's program).
+            # The process ends instead: the driver sees a lost worker (WorkerCrashed).
+            signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        context = ray.get_runtime_context()
+        hello = b" ".join(part.encode() for part in (PROTOCOL.decode(), key, str(os.getpid()),
+                                                    ray.util.get_node_ip_address(), context.get_actor_id()))
+        host, port = driver
+        try:
+            sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT)
+        except OSError as exc:
+            raise ConnectionError(f"a Ray worker on {ray.util.get_node_ip_address()} cannot reach its pool at "
+                                  f"{host}:{port}: {exc}. Make that address reachable from the cluster, or set "
+                                  "ROBOTLAB_RAY_LISTEN on the driver (see docs/distributed.md)") from None
+        with sock:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # frames are small: no Nagle delay
+            authenticate(sock, hello, token)
+            sock.settimeout(None)
+            from robotlab.parallel import _worker, wire
+
+            _worker.serve(_worker._FdChannel(sock.fileno()), os.getpid(), log_level, initializer,
+                          wire.decode(initargs_frame))
+        return os.getpid()
+
+    def __repr__(self) -> str:
+        return f"<robotlab RayWorker pid {os.getpid()}>"
