@@ -75,6 +75,7 @@ def test_map_keeps_input_order_for_any_chunksize(pool):
 
 def test_map_timeout_raises_and_cancels_the_rest(backend):
     with WorkerPool(size=1, backend=backend) as one:
+        assert one.wait_until_ready(30)  # the timeout is for the jobs, not the worker's start-up
         results = one.map(jobs.sleep, [0.05, 0.5, 0.5, 0.5, 0.5], timeout=0.25, chunksize=1)
         assert next(results) == 0.05
         with pytest.raises(cf.TimeoutError):
