@@ -86,6 +86,7 @@ class _FdChannel:
                     if time.perf_counter() >= deadline:
                         poll()  # sleep until readable (or the parent hangs up)
                         break
+                    os.sched_yield()  # on a busy machine, let the thread we wait for run
                 continue
             if not chunk:
                 raise EOFError("the pool closed the channel")

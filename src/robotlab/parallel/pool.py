@@ -138,6 +138,19 @@ class _Worker:
     reader: bool = False  # a caller is reading its pipe (see _PoolFuture); the supervisor is not
     hung_up: bool = False  # its pipe reached EOF: it stopped, and its sentinel tells the supervisor
 
+    def __post_init__(self) -> None:
+        # Connection.poll() builds a new selector on every call; one poll object per pipe costs a
+        # single system call, and every drain asks at least twice. Used under the pool's lock only
+        # (a poll object refuses concurrent use).
+        self._poller = select.poll()
+        self._poller.register(self.handle.conn.fileno(), select.POLLIN)
+
+    def has_data(self) -> bool:
+        """Whether the pipe has data or reached EOF; OSError once the pool closed it."""
+        if self.handle.conn.closed:
+            raise OSError("the pool closed this worker's pipe")
+        return bool(self._poller.poll(0))
+
 
 def _rebuild_error(frame: bytes | None, type_name: str, message: str, tb_text: str) -> BaseException:
     """The worker's exception as its own type when it unpickles here, else a robotlab ``Error``."""
@@ -504,6 +517,7 @@ class WorkerPool(Executor):
             spin_end = time.perf_counter() + _SPIN
             readable = False
             while not readable and time.perf_counter() < spin_end:
+                os.sched_yield()  # on a busy machine, let the worker we wait for run
                 readable = bool(poller.poll(0))
             if not readable:
                 left = _READ_SLICE if end is None else min(_READ_SLICE, end - time.monotonic())
@@ -810,7 +824,7 @@ class WorkerPool(Executor):
         """Handle every complete message waiting on *worker*'s pipe."""
         settled: list[tuple[Future, Any]] = []
         try:
-            while worker in self._workers and worker.handle.conn.poll():
+            while worker in self._workers and worker.has_data():
                 frame = worker.handle.conn.recv_bytes()
                 try:
                     message = wire.decode(frame)
