@@ -90,6 +90,10 @@ _LAZY: dict[str, str] = {
     "NetworkResult": "robotlab.network",
     "Task": "robotlab.task",
     "create_network": "robotlab.network",
+    # robot messaging and delegation
+    "Bus": "robotlab.bus",
+    "RobotMessage": "robotlab.bus",
+    "DelegationFuture": "robotlab.delegation",
     "shutdown_pool": "robotlab.parallel",
     # agent skills (SKILL.md bundles)
     "AgentSkill": "robotlab.skills",
@@ -145,7 +149,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from robotlab.bus import Bus, RobotMessage
     from robotlab.configuration import Config, RunConfig, config, configure, reload_config
+    from robotlab.delegation import DelegationFuture
     from robotlab.hooks import (
         CompactionHookContext,
         DotState,

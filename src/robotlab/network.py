@@ -14,6 +14,8 @@ Example:
 A task starts the moment its own dependencies are done; independent tasks run
 concurrently and share the network's Memory. A failed task fails its
 dependants (with ``UpstreamFailed``); unrelated branches still finish.
+Robots of a network message each other by name on ``network.bus`` during a
+run (see :mod:`robotlab.bus`).
 
 ``parallel_mode``: ``"thread"`` runs each task's robot on a thread of this
 process; ``"process"``, ``"subinterpreter"`` and ``"ray"`` run it on a worker
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from robotlab.budget import Ledger
+from robotlab.bus import Bus
 from robotlab.configuration import RunConfig
 from robotlab.errors import ConfigurationError, Error, RactorBoundaryError, retryable
 from robotlab.hooks import HookRegistry, Hooks, NetworkRunHookContext, TaskHookContext, global_hooks
@@ -136,6 +139,8 @@ class Network:
         self.parallel_mode = parallel_mode
         self.memory = memory if memory is not None else Memory()
         self.hooks = HookRegistry()
+        # Robots without a bus of their own message each other here, by name, during a run (thread mode).
+        self.bus = Bus(name)
         self._tasks: dict[str, Task] = {}
         self._ledger: Ledger | None = None
 
@@ -167,6 +172,7 @@ class Network:
         if not isinstance(robot, Robot):
             raise ConfigurationError(f"task {name!r}: robot must be a robotlab Robot, got {type(robot).__name__}")
         task = Task(name, robot, depends_on, tools, retries, message, dict(options))
+        self.bus.register(robot, duplicate="ambiguous")
         self._tasks[name] = task
         return task
 

@@ -16,17 +16,22 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from robotlab.budget import Ledger
 from robotlab.configuration import RunConfig, config
+from robotlab.delegation import DelegationFuture
 from robotlab.errors import (
+    BusError,
     ConfigurationError,
     Error,
     InferenceError,
@@ -53,6 +58,7 @@ from robotlab.result import RobotResult, ToolCallRecord
 from robotlab.tools import Tool, ToolManifest, as_tool_class
 
 if TYPE_CHECKING:
+    from robotlab.bus import Bus, RobotMessage
     from robotlab.mcp import MCPServer
     from robotlab.skills import AgentSkill
 
@@ -61,6 +67,30 @@ __all__ = ["Robot", "build", "estimate_tokens", "render_template"]
 logger = logging.getLogger("robotlab.robot")
 
 _TOOL_MODES = ("none", "inherit")
+
+
+@dataclass(frozen=True)
+class _RunFrame:
+    """The run in progress in this context: what a delegate inherits and where a robot finds its network's bus."""
+
+    network: Any
+    per_run_hooks: tuple[type, ...]
+    budget_ledger: Ledger | None
+    chain: tuple[Robot, ...]  # the robots running, outermost first: a delegation may not loop back into one
+
+
+_active_run: contextvars.ContextVar[_RunFrame | None] = contextvars.ContextVar("robotlab_active_run", default=None)
+
+
+@contextlib.contextmanager
+def _running(robot: Robot, network: Any, per_run_hooks: tuple[type, ...], ledger: Ledger | None) -> Iterator[None]:
+    parent = _active_run.get()
+    chain = (*parent.chain, robot) if parent is not None else (robot,)
+    token = _active_run.set(_RunFrame(network, per_run_hooks, ledger, chain))
+    try:
+        yield
+    finally:
+        _active_run.reset(token)
 
 
 def estimate_tokens(messages: Iterable[dict[str, Any]]) -> int:
@@ -97,6 +127,8 @@ class Robot:
     A robot keeps its conversation across runs; ``clear_messages()`` starts over.
     Runs of one robot are serialised (one at a time); use several robots for
     concurrency, e.g. in a network.
+    Robots message each other over a bus (``send_message``, ``inbox``,
+    ``receive``) and hand work to each other with ``delegate``.
     """
 
     def __init__(
@@ -113,6 +145,7 @@ class Robot:
         config: RunConfig | None = None,
         memory: Memory | None = None,
         auto_compact: str | Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+        bus: Bus | None = None,
         **options: Any,
     ) -> None:
         if not isinstance(name, str) or not name:
@@ -152,6 +185,9 @@ class Robot:
         self._ledger: Ledger | None = None
         self._broken_by: ToolLoopError | None = None
         self._run_lock = threading.RLock()
+        self.bus = bus
+        if bus is not None:
+            bus.register(self)
 
     def __repr__(self) -> str:
         return f"Robot(name={self.name!r}, tools={self.tools.names()!r})"
@@ -194,6 +230,89 @@ class Robot:
 
         Hooks.run("learn", ctx, registries, None, body)
         return ctx.stored
+
+    # -- messaging and delegation ------------------------------------------
+
+    def send_message(self, to: str, content: Any, *, in_reply_to: int | None = None) -> RobotMessage:
+        """Send *content* to the robot named *to* on this robot's bus; returns the message.
+
+        The bus is ``build(bus=...)``'s, else (inside a network run) the network's.
+        No bus, or no robot named *to* on it, raises ``BusError``.
+
+        >>> import robotlab
+        >>> from robotlab.llm import EchoModel
+        >>> bus = robotlab.Bus()
+        >>> a = robotlab.build(name="a", model=EchoModel(), bus=bus)
+        >>> b = robotlab.build(name="b", model=EchoModel(), bus=bus)
+        >>> a.send_message(to="b", content="hi").sender
+        'a'
+        """
+        return self._bus(f"send a message to {to!r}").send(self.name, to, content, in_reply_to=in_reply_to)
+
+    def inbox(self) -> list[RobotMessage]:
+        """The messages waiting for this robot, oldest first; reading empties the mailbox."""
+        return self._bus("read its inbox").inbox(self.name)
+
+    def receive(self, timeout: float | None = None) -> RobotMessage | None:
+        """The oldest waiting message, waiting up to *timeout* seconds for one (``None`` when none came)."""
+        return self._bus("receive a message").receive(self.name, timeout)
+
+    def _bus(self, action: str) -> Bus:
+        if self.bus is not None:
+            return self.bus
+        frame = _active_run.get()
+        network = frame.network if frame is not None else None
+        bus = getattr(network, "bus", None)
+        if bus is None and network is not None:  # a worker's stand-in for the network: the bus stayed in the parent
+            raise BusError(
+                f"robot {self.name!r} cannot {action}: it runs in a worker of network {network.name!r} "
+                f"(parallel_mode={getattr(network, 'parallel_mode', '?')!r}) and the bus lives in the parent "
+                "process; use parallel_mode='thread' for robots that message each other"
+            )
+        if bus is None:
+            raise BusError(
+                f"robot {self.name!r} cannot {action}: no bus configured. Build the robots that talk "
+                "with bus=robotlab.Bus() (the same bus for all), or message from inside a network run "
+                "with parallel_mode='thread', where the network's robots share network.bus"
+            )
+        return bus
+
+    def delegate(
+        self, other: Robot, message: str, async_: bool = False, **run_options: Any
+    ) -> RobotResult | DelegationFuture:
+        """Have *other* run *message*: its ``RobotResult``, or with ``async_=True`` a :class:`DelegationFuture`.
+
+        Called during this robot's run (from a tool or hook), the delegate's run
+        is part of it: the same network (its hooks and config), the per-run hooks
+        and the shared budget ledger; ``run_options`` (``tools="inherit"``, ...)
+        go to ``other.run``. The async delegate runs on its own thread in a copy
+        of this context, so all of that reaches it too.
+
+        >>> import robotlab
+        >>> from robotlab.llm import ScriptedModel
+        >>> boss = robotlab.build(name="boss", model=ScriptedModel(["ok"]))
+        >>> boss.delegate(robotlab.build(name="helper", model=ScriptedModel(["done"])), "go").last_text_content
+        'done'
+        """
+        if not isinstance(other, Robot):
+            raise ConfigurationError(f"robot {self.name!r} can only delegate to a Robot, got {type(other).__name__}")
+        frame = _active_run.get()
+        if other is self or (frame is not None and other in frame.chain):
+            path = " -> ".join(r.name for r in (*(frame.chain if frame else ()), other))
+            raise ConfigurationError(
+                f"robot {self.name!r} cannot delegate to robot {other.name!r}: it is already running "
+                f"({path}) and a robot runs one task at a time; delegate to another robot"
+            )
+        if frame is not None:
+            extra = run_options.pop("hooks", None)
+            extra = () if extra is None else (extra,) if isinstance(extra, type) else tuple(extra)
+            run_options = {"network": frame.network, "budget_ledger": frame.budget_ledger,
+                           "hooks": (*frame.per_run_hooks, *extra) or None, **run_options}
+
+        def run() -> RobotResult:
+            return other.run(message, **run_options)
+
+        return DelegationFuture(self.name, other.name, run) if async_ else run()
 
     # -- running -----------------------------------------------------------
 
@@ -253,7 +372,11 @@ class Robot:
         ctx = RunHookContext(
             robot=self, network=network, task=task, memory=memory, config=effective, request=message
         )
-        with self._run_lock, with_hook_scope(registries, per_run):
+        with (
+            self._run_lock,
+            with_hook_scope(registries, per_run) as scope,
+            _running(self, network, scope.per_run_hooks, budget_ledger),
+        ):
             if self._broken_by is not None:
                 raise ConfigurationError(
                     f"robot {self.name!r} stopped mid tool loop ({self._broken_by}); "
@@ -566,9 +689,13 @@ def build(
     skills: Sequence[AgentSkill | str] = (),
     mcp: Sequence[MCPServer | dict[str, Any]] = (),
     config: RunConfig | None = None,
+    bus: Bus | None = None,
     **options: Any,
 ) -> Robot:
     """Build a :class:`Robot`. Extra keyword options are RunConfig fields (``token_budget=1000``).
+
+    ``bus``: a :class:`robotlab.Bus` the robot joins under its name, to message
+    the other robots on it (``robot.send_message``; see :mod:`robotlab.bus`).
 
     >>> import robotlab
     >>> from robotlab.llm import EchoModel
@@ -585,5 +712,6 @@ def build(
         skills=skills,
         mcp=mcp,
         config=config,
+        bus=bus,
         **options,
     )
