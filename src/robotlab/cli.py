@@ -17,7 +17,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="run the demo network (offline unless --model is given)")
     demo.add_argument("--model", help="a litellm model name (needs that provider's API key); default: offline")
     demo.add_argument("--parallel", default="thread", choices=["thread", "process", "subinterpreter"],
-                      help="where the network's tasks run (default: thread)")
+                      help="where the network's tasks run (default: thread); process and subinterpreter add a "
+                           "CPU-bound tool and print the speedup measured against thread mode")
     demo.add_argument("-v", "--verbose", action="store_true", help="log the Narrator's hook trace to stderr")
     args = parser.parse_args(argv)
     if args.verbose:

@@ -5,6 +5,11 @@ function that calls the robot's tool first and then answers from the tool's
 result, so the run is deterministic and needs no API key. With ``model=`` the
 same network runs on a real model through litellm.
 
+With ``parallel_mode="process"`` or ``"subinterpreter"`` each order check also
+computes a CPU-bound risk score (pure Python, ~0.2 s), and the demo runs the
+network a second time in thread mode to show the speedup it measured. The
+tools and the hook are module-level, so workers import them by path.
+
 Shape::
 
     intake ──┬── check_order_1 ──┐
@@ -27,14 +32,31 @@ from robotlab.hooks import Hook
 from robotlab.llm import LlmReply, ToolCall
 
 ORDERS = ("A-1001", "B-2002", "C-3003")
+MESSAGE = "Hi! Where are my orders A-1001, B-2002 and C-3003?"
+RISK_ROUNDS = 1_500_000  # about 0.2 s of pure Python on a current x86 core
+
+
+def _order_hash(order_id: str) -> int:
+    return int(hashlib.sha256(order_id.encode()).hexdigest(), 16)
 
 
 @robotlab.tool
 def lookup_order(order_id: str) -> str:
     """Look up an order's shipping status (a 0.2 s call to a slow order service)."""
     time.sleep(0.2)  # stands in for the network round trip
-    status = ("shipped", "delayed", "delivered")[int(hashlib.sha256(order_id.encode()).hexdigest(), 16) % 3]
+    status = ("shipped", "delayed", "delivered")[_order_hash(order_id) % 3]
     return f"order {order_id}: {status}"
+
+
+@robotlab.tool(parallel_safe=True)
+def risk_score(order_id: str) -> str:
+    """Score an order's delivery risk from 0 to 100: a pure-Python simulation, CPU-bound (about 0.2 s)."""
+    seed = _order_hash(order_id)
+    state, late, odds = seed & 0x7FFFFFFF, 0, 10 + seed % 50
+    for _ in range(RISK_ROUNDS):  # simulated deliveries from a linear congruential generator: holds the GIL
+        state = (state * 1103515245 + 12345) & 0x7FFFFFFF
+        late += state % 100 < odds
+    return f"risk {round(100 * late / RISK_ROUNDS)}/100"
 
 
 def scripted_agent(answer: Callable[[list[dict[str, Any]]], str], tool: str | None = None, **args: Any):
@@ -53,6 +75,19 @@ def _last_tool_result(messages: list[dict[str, Any]]) -> str:
     return next((m["content"] for m in reversed(messages) if m["role"] == "tool"), "")
 
 
+def scored_check(order_id: str):
+    """A model function: look the order up and score its risk in one reply (two calls, run at once), then report."""
+
+    def reply(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> LlmReply | str:
+        results = [m["content"] for m in messages if m["role"] == "tool"]
+        if tools and not results:
+            return LlmReply(tool_calls=[ToolCall(id=f"call_{name}", name=name, arguments={"order_id": order_id})
+                                        for name in ("lookup_order", "risk_score")])
+        return ", ".join(results)
+
+    return reply
+
+
 def _summary(messages: list[dict[str, Any]]) -> str:
     user = next(m["content"] for m in reversed(messages) if m["role"] == "user")
     found = [line.split("] ", 1)[1] for line in user.splitlines() if line.startswith("[check_order")]
@@ -60,27 +95,41 @@ def _summary(messages: list[dict[str, Any]]) -> str:
 
 
 class EventLog(Hook):
-    """Counts the demo's hook events by family (hooks are classmethods: state is class-level)."""
+    """Counts the demo's hook events by family (hooks are classmethods: state is class-level).
+
+    ``network_run`` and ``task`` hooks fire in this process and count in
+    ``counts``. ``run``, ``llm_generation`` and ``tool_call`` hooks fire where
+    the robot runs (a worker in the parallel modes), so each run tallies its
+    own and ``after_run`` returns the tally in the run's hook metadata:
+    ``result.hook_metadata["event_log"]["events"]``.
+    """
 
     counts: Counter[str] = Counter()
+    _runs: dict[str, Counter[str]] = {}  # robot name -> tally of its run in progress, where it runs
     _lock = threading.Lock()
 
     @classmethod
-    def _count(cls, name: str) -> None:
+    def _count(cls, name: str, robot: Any = None) -> None:
         with cls._lock:
-            cls.counts[name] += 1
+            (cls.counts if robot is None else cls._runs.setdefault(robot.name, Counter()))[name] += 1
 
     @classmethod
     def before_run(cls, ctx):
-        cls._count("run")
+        with cls._lock:
+            cls._runs[ctx.robot.name] = Counter(run=1)
+
+    @classmethod
+    def after_run(cls, ctx):
+        with cls._lock:
+            ctx.local.events = dict(cls._runs.pop(ctx.robot.name, Counter()))
 
     @classmethod
     def before_llm_generation(cls, ctx):
-        cls._count("llm_generation")
+        cls._count("llm_generation", ctx.robot)
 
     @classmethod
     def before_tool_call(cls, ctx):
-        cls._count("tool_call")
+        cls._count("tool_call", ctx.robot)
 
     @classmethod
     def before_task(cls, ctx):
@@ -90,18 +139,32 @@ class EventLog(Hook):
     def before_network_run(cls, ctx):
         cls._count("network_run")
 
+    @classmethod
+    def events(cls, result: Any) -> Counter[str]:
+        """Every event of a network run: this process's counts plus the tallies its robots' results brought back."""
+        events = Counter(cls.counts)
+        for robot_result in result.results.values():
+            events.update(robot_result.hook_metadata.get("event_log", {}).get("events", {}))
+        return events
 
-def build_network(model: str | None = None, parallel_mode: str = "thread", token_budget: int = 5_000):
-    """The demo network, on scripted models unless *model* names a real one."""
+
+def build_network(model: str | None = None, parallel_mode: str = "thread", token_budget: int = 5_000,
+                  risk_scores: bool = False):
+    """The demo network, on scripted models unless *model* names a real one.
+
+    *risk_scores*: each order check also calls the CPU-bound ``risk_score``
+    tool, on this process's threads in thread mode (``parallel_tools=False``,
+    so the comparison is about where whole tasks run) and one worker per
+    order check in the other modes.
+    """
 
     def pick(fn):
         return model if model is not None else robotlab.llm.ScriptedModel(fn)
 
-    network = robotlab.create_network(
-        name="support_triage",
-        parallel_mode=parallel_mode,
-        config=robotlab.RunConfig(token_budget=token_budget),
-    )
+    config = robotlab.RunConfig(token_budget=token_budget)
+    if risk_scores:
+        config = robotlab.RunConfig(token_budget=token_budget, parallel_tools=False, pool_size=len(ORDERS))
+    network = robotlab.create_network(name="support_triage", parallel_mode=parallel_mode, config=config)
     intake = robotlab.build(
         name="intake",
         model=pick(scripted_agent(lambda m: f"Customer asks about orders {', '.join(ORDERS)}.")),
@@ -110,12 +173,21 @@ def build_network(model: str | None = None, parallel_mode: str = "thread", token
     network.task("intake", intake)
     checks = []
     for i, order_id in enumerate(ORDERS, start=1):
-        checker = robotlab.build(
-            name=f"checker_{i}",
-            model=pick(scripted_agent(_last_tool_result, "lookup_order", order_id=order_id)),
-            system_prompt=f"Look up order {order_id} with the lookup_order tool and report its status.",
-            local_tools=[lookup_order],
-        )
+        if risk_scores:
+            checker = robotlab.build(
+                name=f"checker_{i}",
+                model=pick(scored_check(order_id)),
+                system_prompt=f"Look up order {order_id} with the lookup_order tool, score it with the risk_score "
+                              "tool, and report its status and risk.",
+                local_tools=[lookup_order, risk_score],
+            )
+        else:
+            checker = robotlab.build(
+                name=f"checker_{i}",
+                model=pick(scripted_agent(_last_tool_result, "lookup_order", order_id=order_id)),
+                system_prompt=f"Look up order {order_id} with the lookup_order tool and report its status.",
+                local_tools=[lookup_order],
+            )
         network.task(f"check_order_{i}", checker, depends_on=["intake"], tools="inherit")
         checks.append(f"check_order_{i}")
     writer = robotlab.build(
@@ -129,14 +201,27 @@ def build_network(model: str | None = None, parallel_mode: str = "thread", token
 
 
 def run_demo(model: str | None = None, parallel_mode: str = "thread", out: TextIO | None = None) -> int:
-    """Run the demo and print a readable summary. Returns a process exit code."""
+    """Run the demo and print a readable summary. Returns a process exit code.
+
+    In ``"process"`` or ``"subinterpreter"`` mode the order checks also score
+    risk (CPU-bound), and, offline, the same network runs once more in thread
+    mode so the summary ends with the speedup measured on this machine.
+    """
     out = out or sys.stdout
     EventLog.counts.clear()
-    network = build_network(model, parallel_mode)
+    compare = parallel_mode != "thread"
+    network = build_network(model, parallel_mode, risk_scores=compare)
     where = f"model {model!r} via litellm" if model else "offline scripted models (no API key needed)"
     print(f"robotlab demo: network {network.name!r}, {len(network.tasks)} tasks, {where}", file=out)
-    print(f"parallel_mode={parallel_mode!r}; each order check calls a 0.2 s lookup tool\n", file=out)
-    result = network.run("Hi! Where are my orders A-1001, B-2002 and C-3003?")
+    if compare:
+        print(f"parallel_mode={parallel_mode!r}; each order check calls a 0.2 s lookup tool and a CPU-bound "
+              f"risk_score tool (pure Python), on {len(ORDERS)} workers\n", file=out)
+    else:
+        print(f"parallel_mode={parallel_mode!r}; each order check calls a 0.2 s lookup tool\n", file=out)
+    called = time.perf_counter()
+    result = network.run(MESSAGE)
+    # network.run first starts the pool and rebuilds every robot in a worker; result.duration excludes that.
+    preparation = time.perf_counter() - called - result.duration
     print(f"{'task':<15} {'status':<8} {'start':>7} {'time':>7}  answer", file=out)
     for name, outcome in result.tasks.items():
         text = (outcome.result.last_text_content if outcome.result else str(outcome.error)) or ""
@@ -154,5 +239,17 @@ def run_demo(model: str | None = None, parallel_mode: str = "thread", out: TextI
         file=out,
     )
     print(f"budget: {tokens} of {network.config.token_budget} tokens used", file=out)
-    print("hook events: " + ", ".join(f"{k}={v}" for k, v in sorted(EventLog.counts.items())), file=out)
-    return 0 if result.ok else 1
+    print("hook events: " + ", ".join(f"{k}={v}" for k, v in sorted(EventLog.events(result).items())), file=out)
+    if not compare:
+        return 0 if result.ok else 1
+    if model is not None:  # a second run would double the API calls, and provider latency swamps the figure
+        print("\nspeedup: not measured with a real model (run offline to compare with thread mode)", file=out)
+        return 0 if result.ok else 1
+    baseline = build_network(None, "thread", risk_scores=True).run(MESSAGE)
+    print(
+        f"\nspeedup measured: the same network took {baseline.duration:.2f}s with parallel_mode='thread' and "
+        f"{result.duration:.2f}s with parallel_mode={parallel_mode!r}: {baseline.duration / result.duration:.1f}x "
+        f"(starting the workers and rebuilding the robots there took {preparation:.2f}s before the run, not counted)",
+        file=out,
+    )
+    return 0 if result.ok and baseline.ok else 1

@@ -1,0 +1,89 @@
+"""``robotlab demo --parallel MODE``: the demo network on workers, compared with thread mode (speed never asserted)."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from robotlab import DependencyError, cli
+from robotlab.demo import EventLog, risk_score, run_demo
+from robotlab.parallel import shutdown_pool
+from robotlab.parallel.subinterpreter_backend import load_interpreters
+
+try:
+    load_interpreters()
+    NO_SUBINTERPRETERS = None
+except DependencyError as exc:
+    NO_SUBINTERPRETERS = str(exc)
+# Where the subinterpreter suite is required (make test-3.13), a missing backend fails instead of skipping.
+SKIP_SUBINTERPRETERS = NO_SUBINTERPRETERS is not None and os.environ.get("ROBOTLAB_REQUIRE_SUBINTERPRETERS") != "1"
+
+SPEEDUP = re.compile(r"speedup measured: the same network took (\d+\.\d\d)s with parallel_mode='thread' and "
+                     r"(\d+\.\d\d)s with parallel_mode='(\w+)': (\d+\.\d)x \(starting the workers")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _stop_pools():
+    yield
+    shutdown_pool()
+
+
+def check_parallel_demo(out: str, mode: str) -> None:
+    assert f"parallel_mode={mode!r}; each order check calls a 0.2 s lookup tool and a CPU-bound risk_score" in out
+    found = SPEEDUP.search(out)
+    assert found, out
+    thread_s, parallel_s, shown_mode, ratio = found.groups()
+    assert shown_mode == mode
+    assert float(ratio) == pytest.approx(float(thread_s) / float(parallel_s), abs=0.1)
+    for order_id in ("A-1001", "B-2002", "C-3003"):
+        assert f"order {order_id}: " in out and re.search(rf"order {order_id}: \w+, risk \d+/100", out)
+    # run, llm_generation and tool_call hooks fired in the workers; their tallies came back with the results.
+    assert "hook events: llm_generation=8, network_run=1, run=5, task=5, tool_call=6" in out
+
+
+def test_demo_on_worker_processes_prints_the_speedup_it_measured(capsys):
+    assert cli.main(["demo", "--parallel", "process"]) == 0
+    check_parallel_demo(capsys.readouterr().out, "process")
+
+
+@pytest.mark.skipif(SKIP_SUBINTERPRETERS, reason=f"DependencyError: {NO_SUBINTERPRETERS}")
+def test_demo_on_subinterpreters_prints_the_speedup_it_measured(capsys):
+    assert run_demo(parallel_mode="subinterpreter") == 0
+    check_parallel_demo(capsys.readouterr().out, "subinterpreter")
+
+
+def test_thread_mode_demo_has_no_risk_scores_and_no_comparison(capsys):
+    assert run_demo() == 0
+    out = capsys.readouterr().out
+    assert "risk" not in out and "speedup measured" not in out
+    assert "hook events: llm_generation=8, network_run=1, run=5, task=5, tool_call=3" in out
+    assert EventLog.counts == {"network_run": 1, "task": 5}  # the rest came back in the results' hook metadata
+
+
+def test_risk_score_is_deterministic_per_order():
+    scores = {order_id: risk_score().call({"order_id": order_id}) for order_id in ("A-1001", "B-2002")}
+    assert all(re.fullmatch(r"risk \d+/100", s) for s in scores.values())
+    assert risk_score().call({"order_id": "A-1001"}) == scores["A-1001"]
+
+
+def test_parallel_network_example_output():
+    example = Path(__file__).parent.parent / "examples" / "parallel_network.py"
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    run = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, env=env, timeout=60,
+                         check=False)
+    assert run.returncode == 0, run.stderr
+    parent = int(re.search(r"this process: pid (\d+)", run.stdout).group(1))
+    assert "NetworkResult ok=True value='all scored'" in run.stdout
+    for order_id in ("A-1001", "B-2002", "C-3003"):
+        found = re.search(rf"{order_id}: worker=process answer='{order_id}: risk \d+/100 \(pid (\d+)\)' "
+                          r"hook metadata=\{'pid': (\d+)\}", run.stdout)
+        assert found, run.stdout
+        tool_pid, hook_pid = map(int, found.groups())
+        assert tool_pid == hook_pid != parent  # the tool and the run hook ran in the same worker, not here
+    assert ("memory written from the workers: ['started.scorer_A-1001', 'started.scorer_B-2002', "
+            "'started.scorer_C-3003']") in run.stdout
+    assert "refused before the run: network 'refused': task 'bad' cannot run with parallel_mode='process'" in run.stdout
+    assert "it is defined inside a function" in run.stdout
