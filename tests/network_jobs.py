@@ -79,3 +79,11 @@ class RunStamp(Hook):
     @classmethod
     def before_tool_call(cls, ctx):
         ctx.local.tool_pid = os.getpid()
+
+
+@tool
+def litellm_loaded() -> bool:
+    """Whether litellm has been imported where this tool runs."""
+    import sys
+
+    return "litellm" in sys.modules

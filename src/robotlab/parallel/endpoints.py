@@ -15,6 +15,7 @@ released there).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import time
@@ -150,5 +151,7 @@ class ModelEndpoint(Endpoint):
 
     def handle(self, op: str, args: tuple, still_waiting: StillWaiting) -> Any:
         if op == "complete":
-            return self.model.complete(*args)
+            # The provider's raw response (litellm's pydantic objects) stays here: unpickling it in the
+            # worker would import litellm there, and a subinterpreter cannot load pydantic_core at all.
+            return dataclasses.replace(self.model.complete(*args), raw=None)
         raise self.unknown(op)
