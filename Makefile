@@ -12,6 +12,8 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 # or redis-server (which the redis-server target below installs) is missing.
 export ROBOTLAB_REQUIRE_ACCELERATOR := 1
 export ROBOTLAB_REQUIRE_REDIS := 1
+# Ray is in the dev extra of both venvs: its backend's tests must run, never skip.
+export ROBOTLAB_REQUIRE_RAY := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: demo test test-default test-3.13 lint bench clean redis-server

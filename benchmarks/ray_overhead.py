@@ -11,10 +11,12 @@ Contenders, 2 workers each, started and warmed up before timing:
 (a) round trip: one ``noop`` job submitted and waited at a time; median of per-call
     times, taken in interleaved blocks.
 (b) batch: N ``noop`` jobs submitted one by one, then all collected; per-job time.
-(c) fan-out at several job sizes: 8 jobs per worker of ``burn(n)`` calibrated to each
-    size, submit all then collect; speedup over a serial loop. Break-even: the smallest
-    measured job size at which a Ray contender's fan-out takes at most 10 % longer
-    than the process backend's, and the smallest at which it beats serial.
+(c) fan-out at several job sizes (0, 1, 5, 20 and 50 ms of CPU): N = 12 jobs per worker
+    of ``burn(n)`` calibrated to each size, submit all then collect; wall time per job
+    (wall / N) and speedup over a serial loop. Break-even: the smallest measured job
+    size from which on (at it and every larger measured size) a Ray contender's
+    fan-out takes at most 10 % longer than the process backend's; and the smallest
+    size from which on it beats the serial loop.
 
 Repetitions are interleaved with the order rotated. Ray is started here (and shut
 down at the end) unless this process is already connected to one.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 
 from benchmarks._jobs import burn, noop
 from benchmarks._report import bar_chart, check, print_table, publish, quick_mode, rotated
@@ -46,8 +49,8 @@ def main(quick: bool | None = None) -> dict:
         print(DependencyError.missing("benchmarks.ray_overhead", "robotlab[ray]"))
         return {"benchmark": "ray_overhead", "quick": quick, "skipped": "ray is not installed"}
     round_trips, blocks, jobs, repeats = (60, 3, 200, 2) if quick else (1000, 40, 5000, 5)
-    sizes = (0.0005, 0.005) if quick else (0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03)
-    fan_jobs = (2 if quick else 8) * WORKERS
+    sizes = (0.0005, 0.002) if quick else (0.0, 0.001, 0.005, 0.020, 0.050)
+    fan_jobs = (2 if quick else 12) * WORKERS
     started_ray = not ray.is_initialized()
     if started_ray:
         ray.init(num_cpus=WORKERS, include_dashboard=False, log_to_driver=False, configure_logging=False)
@@ -99,12 +102,12 @@ def main(quick: bool | None = None) -> dict:
     rtt = {name: statistics.median(times) for name, times in per_call.items()}
     batch_s = {name: statistics.median(times) for name, times in batch.items()}
     speedups = {size: {name: walls["serial"] / wall for name, wall in walls.items()} for size, walls in fanout.items()}
+    per_job = {size: {name: wall / fan_jobs for name, wall in walls.items()} for size, walls in fanout.items()}
 
     def break_even(name: str) -> dict[str, float | None]:
-        walls = {size: fanout[f"{size * 1000:g} ms"] for size in sizes}
-        near = [size for size, wall in walls.items() if wall[name] <= BREAK_EVEN_MARGIN * wall[PROC]]
-        faster = [size for size, wall in walls.items() if wall["serial"] > wall[name]]
-        return {"within_10pct_of_process_s": min(near, default=None), "beats_serial_s": min(faster, default=None)}
+        walls = [(size, fanout[f"{size * 1000:g} ms"]) for size in sizes]
+        return {"within_10pct_of_process_s": _from_on(walls, lambda w: w[name] <= BREAK_EVEN_MARGIN * w[PROC]),
+                "beats_serial_s": _from_on(walls, lambda w: w[name] < w["serial"])}
 
     largest = f"{sizes[-1] * 1000:g} ms"
     figures: dict = {
@@ -113,7 +116,8 @@ def main(quick: bool | None = None) -> dict:
         "job_sizes_s": list(sizes), "burn_n": burn_n, "ready_s": ready_s,
         "round_trip_median_s": rtt, "batch_median_s": batch_s,
         "batch_per_job_s": {name: t / jobs for name, t in batch_s.items()},
-        "fanout_median_s": fanout, "fanout_speedup_vs_serial": speedups,
+        "fanout_median_s": fanout, "fanout_per_job_s": per_job, "fanout_speedup_vs_serial": speedups,
+        "fanout_ray_to_process": {size: walls[RAY] / walls[PROC] for size, walls in fanout.items()},
         "ratios": {
             "round_trip_ray_to_process": rtt[RAY] / rtt[PROC],
             "round_trip_ray_tasks_to_process": rtt[TASKS] / rtt[PROC],
@@ -130,12 +134,17 @@ def main(quick: bool | None = None) -> dict:
     print_table(["contender", "median (s)", "us per job", "vs process", "extra us per job"],
                 [[n, t, t / jobs * 1e6, t / batch_s[PROC], (t - batch_s[PROC]) / jobs * 1e6]
                  for n, t in batch_s.items()])
-    print(f"(c) fan-out of {fan_jobs} burn jobs per size, {WORKERS} workers; speedup over serial, median of {repeats}")
+    print(f"(c) fan-out of {fan_jobs} burn jobs per size, {WORKERS} workers; median of {repeats}")
+    print("    wall time per job (ms):")
+    print_table(["job size", *per_job[largest], "ray / process"],
+                [[size, *(t * 1e3 for t in times.values()), times[RAY] / times[PROC]]
+                 for size, times in per_job.items()])
+    print("    speedup over serial:")
     print_table(["job size", *speedups[largest]],
                 [[size, *speeds.values()] for size, speeds in speedups.items()])
     for name, even in figures["break_even"].items():
         print(f"break-even for {name}: within 10 % of process from {_ms(even['within_10pct_of_process_s'])}, "
-              f"beats serial from {_ms(even['beats_serial_s'])} per job")
+              f"beats serial from {_ms(even['beats_serial_s'])} per job (and at every larger size measured)")
     ratios = figures["ratios"]
     check(figures, "round_trip", ratios["round_trip_ray_to_process"], "<=", 3.0,
           "(a) robotlab Ray / process round trip")
@@ -148,6 +157,17 @@ def main(quick: bool | None = None) -> dict:
     bar_chart("ray_overhead_fanout", f"Fan-out speedup over serial, {largest} jobs, {WORKERS} workers",
               list(speedups[largest].items()), "x", quick)
     return figures
+
+
+def _from_on(walls: list[tuple[float, dict[str, float]]], holds: Callable[[dict[str, float]], bool]) -> float | None:
+    """The smallest job size from which *holds* is true at every larger measured size too (None: not even at the
+    largest): a single lucky sample below a failing size does not count as breaking even."""
+    since = None
+    for size, wall in reversed(walls):
+        if not holds(wall):
+            break
+        since = size
+    return since
 
 
 def _ms(seconds: float | None) -> str:

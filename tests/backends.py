@@ -46,6 +46,7 @@ BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (
     Backend("process"),
     Backend("subinterpreter", "robotlab.parallel.subinterpreter_backend:load_interpreters",
             "ROBOTLAB_REQUIRE_SUBINTERPRETERS", in_process=True, killable=False),
+    Backend("ray", "robotlab.parallel.ray_backend:load_ray", "ROBOTLAB_REQUIRE_RAY", fixture="ray_cluster"),
 )}
 
 
@@ -76,6 +77,10 @@ def use(name: str) -> str:
 def gone(pids: list[int], within: float = 10.0) -> bool:
     """True once none of *pids* is a live (non-zombie) process; kills any that remain (so a failing
     test does not leave them behind for the rest of the run)."""
+    # psutil.Process(None) is this very process: a worker id that is not a pid yet (a Ray worker
+    # still connecting has None) would make this wait for, then kill, the test run itself.
+    if not all(isinstance(pid, int) for pid in pids):
+        raise TypeError(f"gone() takes process ids; got {pids!r}")
     deadline = time.monotonic() + within
     while True:
         alive = []

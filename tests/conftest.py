@@ -10,6 +10,7 @@ import pytest
 
 import robotlab
 from tests import backends
+from tests.ray_cluster import ray_cluster  # noqa: F401  (one local Ray cluster per session, started on first use)
 
 
 @pytest.fixture(autouse=True)

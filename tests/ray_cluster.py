@@ -1,15 +1,13 @@
 """A real local Ray cluster for the tests that need one: started on first use, once per test session.
 
-Use the ``ray_cluster`` fixture (import it into the test module:
-``from tests.ray_cluster import ray_cluster  # noqa: F401``). The first test
+Use the ``ray_cluster`` fixture (``tests/conftest.py`` makes it available to
+every test module; the ``backend`` fixture asks for it for ``"ray"``). The first test
 that asks for it starts Ray (2 CPUs, a small object store, no dashboard)
 with its session files in a temporary folder and a throwaway auth token in
 the environment (so nothing is written to ``~/.ray`` or ``/tmp/ray``); the
 end of the session shuts it down, checks with psutil that every process Ray
-started is gone, restores the environment and deletes the folder. Modules
-that never ask for the fixture never start Ray. Several modules may import
-the fixture: pytest then sets it up once per module, and the cluster is
-shared (reference-counted) among them.
+started is gone, restores the environment and deletes the folder. A session
+whose tests never ask for the fixture never starts Ray.
 """
 
 from __future__ import annotations
@@ -26,9 +24,11 @@ from types import ModuleType
 import psutil
 import pytest
 
+from tests import backends
+
 # The environment Ray's processes are started with; restored afterwards.
 _ENV_KEYS = ("RAY_TMPDIR", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN")
-_state: dict = {"users": 0}
+_state: dict = {}
 
 
 def ray_env(scratch: str) -> dict[str, str]:
@@ -65,36 +65,31 @@ def wait_gone(pids: set[int], within: float = 20.0) -> set[int]:
 
 
 def start() -> ModuleType:
-    """Start the shared local cluster, or count one more user of it."""
+    """Start the local cluster of the session."""
     import ray
 
-    if _state["users"] == 0:
-        if ray.is_initialized():
-            raise RuntimeError("Ray is already initialised in the test process: the ray_cluster fixture must start it")
-        scratch = tempfile.mkdtemp(prefix="rl-ray-")  # short: Ray's socket paths live under it
-        saved = {key: os.environ.get(key) for key in _ENV_KEYS}
-        os.environ.update(ray_env(scratch))
-        before = descendants()
-        try:
-            ray.init(num_cpus=2, object_store_memory=80 * 1024 * 1024, include_dashboard=False,
-                     log_to_driver=False, configure_logging=False)
-        except BaseException:
-            ray.shutdown()
-            wait_gone(descendants() - before)
-            _restore(saved, scratch)
-            raise
-        _state.update(scratch=scratch, saved=saved, started=descendants() - before)
-    _state["users"] += 1
+    if ray.is_initialized():
+        raise RuntimeError("Ray is already initialised in the test process: the ray_cluster fixture must start it")
+    scratch = tempfile.mkdtemp(prefix="rl-ray-")  # short: Ray's socket paths live under it
+    saved = {key: os.environ.get(key) for key in _ENV_KEYS}
+    os.environ.update(ray_env(scratch))
+    before = descendants()
+    try:
+        ray.init(num_cpus=2, object_store_memory=80 * 1024 * 1024, include_dashboard=False,
+                 log_to_driver=False, configure_logging=False)
+    except BaseException:
+        ray.shutdown()
+        wait_gone(descendants() - before)
+        _restore(saved, scratch)
+        raise
+    _state.update(scratch=scratch, saved=saved, started=descendants() - before)
     return ray
 
 
 def stop() -> None:
-    """One user fewer; the last one shuts Ray down and fails if any of its processes survives."""
+    """Shut Ray down; fail if any of its processes survives."""
     import ray
 
-    _state["users"] -= 1
-    if _state["users"] > 0:
-        return
     ray_processes = set(_state["started"])
     for pid in _state["started"]:  # and the workers the raylet started since
         with contextlib.suppress(psutil.NoSuchProcess):
@@ -117,8 +112,11 @@ def _restore(saved: dict[str, str | None], scratch: str) -> None:
 
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[ModuleType]:
-    """The ``ray`` module, initialised to a local 2-CPU cluster shared by the whole test session."""
-    pytest.importorskip("ray")
+    """The ``ray`` module, initialised to a local 2-CPU cluster shared by the whole test session.
+
+    Without Ray the test is skipped with the DependencyError (failed when ``ROBOTLAB_REQUIRE_RAY=1``).
+    """
+    backends.use("ray")
     ray = start()
     try:
         yield ray

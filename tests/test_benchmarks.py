@@ -129,3 +129,50 @@ def test_quick_mode_from_environment(monkeypatch):
     assert _report.quick_mode(False) is False
     monkeypatch.setenv("ROBOTLAB_BENCH_QUICK", "0")
     assert _report.quick_mode(None) is False
+
+
+def test_network_fanout_quick(capsys):
+    from benchmarks import network_fanout
+
+    figures = network_fanout.main(quick=True)
+    check_figures(figures, "network_fanout", {"parallel_tasks", "burn_n", "median_s", "speedup_vs_thread",
+                                              "chain_tasks", "chain_median_s", "chain_per_task_s",
+                                              "direct_robot_run_s"},
+                  {"process_speedup"} | ({"subinterpreter_speedup"} if SUBINTERPRETERS else set()))
+    modes = {"thread", "process"} | ({"subinterpreter"} if SUBINTERPRETERS else set())
+    for key in ("median_s", "speedup_vs_thread", "chain_median_s", "chain_per_task_s"):
+        assert figures[key].keys() == modes, key
+    assert figures["parallel_tasks"] == 8 and figures["speedup_vs_thread"]["thread"] == 1.0
+    for mode in modes:
+        assert figures["chain_per_task_s"][mode] == figures["chain_median_s"][mode] / figures["chain_tasks"]
+    out = capsys.readouterr().out
+    says_whether_subinterpreters_ran(figures, out)
+    assert "scheduler overhead: a chain of" in out
+
+
+def test_ray_overhead_quick(ray_cluster):
+    from benchmarks import ray_overhead
+
+    figures = ray_overhead.main(quick=True)
+    check_figures(figures, "ray_overhead", {"round_trip_median_s", "batch_per_job_s", "fanout_median_s",
+                                            "fanout_per_job_s", "fanout_ray_to_process", "break_even"},
+                  {"round_trip", "batch", "fanout"})
+    assert figures["ray_started_here"] is False  # it used the session's cluster, and left it running
+    assert ray_cluster.is_initialized()
+    ray, process = ray_overhead.RAY, ray_overhead.PROC
+    assert figures["fanout_per_job_s"].keys() == {"0.5 ms", "2 ms"} == figures["fanout_ray_to_process"].keys()
+    for size, per_job in figures["fanout_per_job_s"].items():
+        assert per_job[ray] == figures["fanout_median_s"][size][ray] / figures["fanout_jobs"]
+        assert figures["fanout_ray_to_process"][size] == pytest.approx(per_job[ray] / per_job[process])
+    for even in figures["break_even"].values():
+        assert even.keys() == {"within_10pct_of_process_s", "beats_serial_s"}
+        assert all(size is None or size in figures["job_sizes_s"] for size in even.values())
+
+
+def test_ray_break_even_holds_from_a_size_on_not_at_one_lucky_size():
+    from benchmarks.ray_overhead import _from_on
+
+    walls = [(0.001, {"x": 1}), (0.005, {"x": 0}), (0.02, {"x": 1}), (0.05, {"x": 1})]
+    assert _from_on(walls, lambda wall: wall["x"] == 1) == 0.02
+    assert _from_on(walls, lambda wall: wall["x"] >= 0) == 0.001
+    assert _from_on(walls, lambda wall: wall["x"] == 0) is None

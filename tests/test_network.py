@@ -1,4 +1,5 @@
-"""Networks: the same suite in every parallel mode ("thread", "process", and "subinterpreter" on 3.13+)."""
+"""Networks: the same suite in every parallel mode ("thread", "process", "ray" on the session's local Ray
+cluster, and "subinterpreter" on 3.13+)."""
 
 import os
 import threading
@@ -13,6 +14,7 @@ from robotlab.llm import EchoModel, LlmReply, ScriptedModel, Usage, call
 from robotlab.parallel import shutdown_pool
 from robotlab.parallel.subinterpreter_backend import load_interpreters
 from robotlab.task import UpstreamFailed
+from tests import backends
 from tests import network_jobs as jobs
 
 try:
@@ -28,11 +30,14 @@ def mode_param(mode):
     return pytest.param(mode)
 
 
-MODES = [mode_param(m) for m in ("thread", "process", "subinterpreter")]
+MODES = [mode_param(m) for m in ("thread", "process", "subinterpreter", "ray")]
 
 
 @pytest.fixture(params=MODES)
 def mode(request):
+    if request.param == "ray":  # skipped with the DependencyError where Ray is missing (failed if required)
+        backends.use("ray")
+        request.getfixturevalue("ray_cluster")  # else robotlab would start a Ray of its own
     return request.param
 
 
@@ -228,7 +233,7 @@ def test_hooks_of_every_level_fire_where_the_robot_runs_and_their_metadata_retur
     record = result["t"].result.tool_calls[0]
     assert result["t"].result.hook_metadata["run_stamp"]["run_pid"] == record.result
     assert record.hook_metadata["run_stamp"]["tool_pid"] == record.result
-    if mode == "process":
+    if mode in ("process", "ray"):
         assert record.result != os.getpid()
     else:  # threads and subinterpreters share this process
         assert record.result == os.getpid()
@@ -239,7 +244,7 @@ def test_unknown_parallel_mode_is_refused():
         robotlab.create_network(name="x", parallel_mode="gpu")
 
 
-@pytest.mark.parametrize("mode", [m for m in MODES if m.values[0] != "thread"])
+@pytest.mark.parametrize("mode", [m for m in MODES if m.values[0] != "thread"], indirect=True)
 def test_what_cannot_run_in_a_worker_is_refused_before_anything_runs(mode):
     @robotlab.tool
     def local_tool() -> str:
@@ -280,18 +285,21 @@ def test_subinterpreter_mode_refuses_robots_whose_modules_cannot_load_there_befo
     assert model.calls == []
 
 
-def test_a_worker_crash_fails_its_task_and_a_retry_runs_it_again():
-    net = robotlab.create_network(name="crash", parallel_mode="process")
+@pytest.mark.parametrize("mode", ["process", "ray"], indirect=True)  # workers that are processes of their own
+def test_a_worker_crash_fails_its_task_and_a_retry_runs_it_again(mode):
+    net = robotlab.create_network(name="crash", parallel_mode=mode)
     crashing = robotlab.build(name="c", model=ScriptedModel([call("crash_once"), "unreachable"]),
                               local_tools=[jobs.CrashOnce])
     net.task("crashes", crashing, tools="inherit")
     net.task("after", robotlab.build(name="a", model=EchoModel()), depends_on=["crashes"])
     net.task("unrelated", robotlab.build(name="u", model=EchoModel()))
     result = net.run("x")
-    assert isinstance(result.errors["crashes"], WorkerCrashed) and "signal SIGKILL" in str(result.errors["crashes"])
+    # Ray tells the driver that the actor was lost, not the signal that ended it
+    cause = "the loss of its Ray actor" if mode == "ray" else "signal SIGKILL"
+    assert isinstance(result.errors["crashes"], WorkerCrashed) and cause in str(result.errors["crashes"])
     assert isinstance(result.errors["after"], UpstreamFailed) and result["unrelated"].status == "ok"
 
-    again = robotlab.create_network(name="crash_retry", parallel_mode="process")
+    again = robotlab.create_network(name="crash_retry", parallel_mode=mode)
     model = ScriptedModel(lambda messages, tools: "recovered" if messages[-1]["role"] == "tool" else call("crash_once"))
     again.task("crashes", robotlab.build(name="c2", model=model, local_tools=[jobs.CrashOnce]), tools="inherit",
                retries=1)
@@ -306,3 +314,18 @@ def test_demo_runs_offline(capsys):
     assert run_demo() == 0
     out = capsys.readouterr().out
     assert "final answer: Dear customer" in out and "hook events:" in out and "tool_call=3" in out
+
+
+def test_a_litellm_model_is_called_in_the_parent_and_its_raw_response_stays_there(mode):
+    # One worker runs both tasks: after the litellm robot's run there, the next task's tool
+    # looks whether the worker had to import litellm (a subinterpreter could not: pydantic_core).
+    from robotlab.llm import LiteLLMModel
+
+    net = robotlab.create_network(name="llm", parallel_mode=mode, config=robotlab.RunConfig(pool_size=1))
+    net.task("ask", robotlab.build(name="ask", model=LiteLLMModel("openai/gpt-4o-mini", mock_response="mocked!")))
+    net.task("probe", robotlab.build(name="probe", model=ScriptedModel([call("litellm_loaded"), "done"]),
+                                     local_tools=[jobs.litellm_loaded]), depends_on=["ask"], tools="inherit")
+    result = net.run("hi")
+    assert result.ok, result.errors
+    assert result.results["ask"].last_text_content == "mocked!"
+    assert result.results["probe"].tool_calls[0].result is (mode == "thread")

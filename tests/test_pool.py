@@ -1,9 +1,11 @@
 """WorkerPool with real workers: the Executor contract, errors, and supervision.
 
 Every test that takes the ``backend`` fixture runs once per backend of
-``tests/backends.py`` (worker processes, and subinterpreters on CPython 3.13+;
-where a backend cannot run, its tests skip with the DependencyError). The
-others are about what only worker processes have, each marked
+``tests/backends.py`` (worker processes, Ray actors on the session's local
+Ray cluster, and subinterpreters on CPython 3.13+; where a backend cannot
+run, its tests skip with the DependencyError). The crash tests run on the
+backends whose workers are processes of their own (``OWN_PROCESSES``); the
+rest are about what only the process backend has, each marked
 ``# Process only:`` with the reason.
 """
 
@@ -36,6 +38,15 @@ from robotlab.parallel import WorkerPool
 from robotlab.parallel.pool import RemoteTraceback
 from tests import parallel_jobs as jobs
 from tests.backends import BACKENDS, gone, interpreter_ids, workers_gone
+
+# Backends whose workers are processes of their own, so a job may crash or kill one without ending this one.
+OWN_PROCESSES = [name for name, spec in BACKENDS.items() if not spec.in_process]
+
+
+def died_with(backend: str, cause: str) -> str:
+    """What WorkerCrashed names as the cause of a worker's death by *cause* (an exit code or signal): Ray does
+    not tell a lost actor's exit status to the driver, only that the actor was lost."""
+    return "the loss of its Ray actor" if backend == "ray" else cause
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +140,7 @@ def test_shutdown_cancel_futures_cancels_only_what_has_not_started(backend):
 def test_shutdown_without_cancel_finishes_queued_jobs_and_reaps_workers(backend):
     one = WorkerPool(size=2, backend=backend)
     futures = [one.submit(jobs.sleep, 0.05) for _ in range(6)]
+    assert one.wait_until_ready(60)  # a Ray worker's id (its pid) is None until it has connected
     ids = one.worker_ids
     one.shutdown(wait=True)
     assert all(f.result() == 0.05 for f in futures)
@@ -213,7 +225,10 @@ def test_bad_pool_options_are_configuration_errors(kwargs, error):
 
 def test_workers_get_the_parent_sys_path_and_no_litellm(pool, backend):
     state = pool.submit(jobs.worker_state).result(10)
-    assert state["path"] == sys.path  # given explicitly: a subinterpreter does not inherit it
+    if backend == "ray":  # the driver's path first, then Ray's own entries (runtime_env working_dir, py_modules)
+        assert state["path"][:len(sys.path)] == sys.path
+    else:
+        assert state["path"] == sys.path  # given explicitly: a subinterpreter does not inherit it
     assert state["litellm"] is False
     assert state["cost_map"] == "True"
     assert state["worker"] in pool.worker_ids
@@ -302,21 +317,21 @@ def test_a_job_past_its_timeout_raises_and_its_worker_is_replaced(backend, tmp_p
         assert supervised.submit(jobs.sleep, 0.05, timeout=5).result(30) == 0.05
 
 
-# -- worker processes only: crashes, Ctrl-C, parent death ----------------------------------------
+# -- workers that are processes: crashes; the process backend only: Ctrl-C, parent death --------------
 # A SIGKILL, segfault or os._exit in a subinterpreter ends the whole test process, and subinterpreters
 # cannot outlive their process; test_pool_subinterpreter.py covers what that backend does instead.
 
 
-# Process only: the job kills, crashes or exits its worker process.
+@pytest.mark.parametrize("backend", OWN_PROCESSES, indirect=True)
 @pytest.mark.parametrize(
     ("job", "cause"),
     [(jobs.kill_self, "signal SIGKILL"), (jobs.segfault, "signal SIGSEGV"), (jobs.exit_now, "exit code 3")],
 )
-def test_a_dying_worker_fails_only_its_job_and_is_replaced(job, cause):
-    with WorkerPool(size=2) as supervised:
-        assert supervised.wait_until_ready(30)
+def test_a_dying_worker_fails_only_its_job_and_is_replaced(backend, job, cause):
+    with WorkerPool(size=2, backend=backend) as supervised:
+        assert supervised.wait_until_ready(60)
         before = set(supervised.worker_ids)
-        with pytest.raises(WorkerCrashed, match=cause) as info:
+        with pytest.raises(WorkerCrashed, match=died_with(backend, cause)) as info:
             supervised.submit(job).result(30)
         assert job.__name__ in str(info.value)
         assert supervised.submit(jobs.add, 1, 2).result(30) == 3
@@ -325,10 +340,10 @@ def test_a_dying_worker_fails_only_its_job_and_is_replaced(job, cause):
         assert gone(list(before - after))
 
 
-# Process only: the test kills a worker process by its pid.
-def test_a_kill_while_other_jobs_are_in_flight_fails_only_the_killed_job(tmp_path):
+@pytest.mark.parametrize("backend", OWN_PROCESSES, indirect=True)
+def test_a_kill_while_other_jobs_are_in_flight_fails_only_the_killed_job(backend, tmp_path):
     pidfile = tmp_path / "pid"
-    with WorkerPool(size=2) as supervised:
+    with WorkerPool(size=2, backend=backend) as supervised:
         victim_job = supervised.submit(jobs.sleep_with_pidfile, str(pidfile), 30)
         others = [supervised.submit(jobs.sleep, 0.01) for _ in range(40)]
         deadline = time.monotonic() + 30
@@ -337,16 +352,16 @@ def test_a_kill_while_other_jobs_are_in_flight_fails_only_the_killed_job(tmp_pat
             time.sleep(0.01)
         victim = int(pidfile.read_text())
         os.kill(victim, 9)
-        with pytest.raises(WorkerCrashed, match=f"pid {victim} died with signal SIGKILL"):
+        with pytest.raises(WorkerCrashed, match=rf"pid {victim}\b.* died with {died_with(backend, 'signal SIGKILL')}"):
             victim_job.result(30)
         assert [f.result(30) for f in others] == [0.01] * 40
         assert victim not in supervised.worker_ids
         assert gone([victim])
 
 
-# Process only: the crash is a SIGKILL of the worker process.
-def test_a_crash_mid_batch_requeues_the_jobs_queued_behind_it():
-    with WorkerPool(size=2) as supervised:
+@pytest.mark.parametrize("backend", OWN_PROCESSES, indirect=True)
+def test_a_crash_mid_batch_requeues_the_jobs_queued_behind_it(backend):
+    with WorkerPool(size=2, backend=backend) as supervised:
         futures = [supervised.submit(jobs.add, i, 0) for i in range(20)]
         futures.insert(10, supervised.submit(jobs.kill_self))
         futures += [supervised.submit(jobs.add, i, 0) for i in range(20, 40)]
@@ -360,9 +375,9 @@ def test_a_crash_mid_batch_requeues_the_jobs_queued_behind_it():
         assert [o for o in outcomes if o != "crashed"] == list(range(40))
 
 
-# Process only: the crash is a SIGKILL of the worker process.
-def test_a_crash_behind_a_deep_pipeline_of_short_jobs_requeues_all_of_them():
-    with WorkerPool(size=2) as supervised:
+@pytest.mark.parametrize("backend", OWN_PROCESSES, indirect=True)
+def test_a_crash_behind_a_deep_pipeline_of_short_jobs_requeues_all_of_them(backend):
+    with WorkerPool(size=2, backend=backend) as supervised:
         assert [supervised.submit(jobs.add_or_die, i, 0).result(30) for i in range(20)] == list(range(20))
         # add_or_die is now known to be short: workers hold several of them at once
         futures = [supervised.submit(jobs.add_or_die, i, 0) for i in range(30)]
@@ -378,7 +393,8 @@ def test_a_crash_behind_a_deep_pipeline_of_short_jobs_requeues_all_of_them():
         assert [o for o in outcomes if o != "crashed"] == list(range(60))
 
 
-# Process only: each crash is an os._exit of the worker process.
+# Process only: each crash is an os._exit of the worker process. (On Ray each replacement is a new actor,
+# about 0.7 s to start here: 100 would take over a minute; the crash tests above cover Ray's replacement.)
 def test_one_hundred_consecutive_crashes_and_the_pool_still_serves():
     with WorkerPool(size=2) as supervised:
         crashes = [supervised.submit(jobs.exit_now, 1) for _ in range(100)]
@@ -404,7 +420,8 @@ def start_owner(mode: str) -> tuple[subprocess.Popen, list[int]]:
     return owner, descendants
 
 
-# Process only: checks for orphaned worker processes (see test_pool_subinterpreter.py for Ctrl-C there).
+# Process only: checks for orphaned worker processes (see test_pool_subinterpreter.py for Ctrl-C there,
+# and test_pool_ray.py for a killed owner of Ray workers: Ray's own processes, not the owner's, host them).
 @pytest.mark.parametrize("mode", ["with", "bare"])
 def test_ctrl_c_in_the_parent_ends_every_worker(mode):
     owner, descendants = start_owner(mode)

@@ -216,6 +216,11 @@ class _RayChannel:
     def fileno(self) -> int:
         return self._readiness.fileno()
 
+    @property
+    def closed(self) -> bool:
+        """True once the pool closed this channel (as ``Connection.closed``): its fd may be reused."""
+        return self._closed
+
     def attach(self, sock: socket.socket) -> bool:
         """Start using the authenticated *sock*; False (and *sock* closed) if this channel was closed meanwhile."""
         with self._lock:
