@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from robotlab.budget import DIMENSIONS, Ledger, Reservation
 from robotlab.errors import BudgetExceeded, InferenceError
+from tests.doc_blocks import python_blocks, run_block
 
 # -- reserve ----------------------------------------------------------------------------------
 
@@ -399,14 +400,6 @@ def test_cost_reservations_accept_exactly_what_fits(estimates, limit):
             total += Decimal(repr(float(e)))
 
 
-def _python_blocks(path):
-    import re
-    from pathlib import Path
-
-    text = (Path(__file__).parent.parent / path).read_text()
-    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
-
-
-@pytest.mark.parametrize("index", range(len(_python_blocks("docs/budgets.md"))))
+@pytest.mark.parametrize("index", range(len(python_blocks("docs/budgets.md"))))
 def test_docs_budgets_examples_run(index):
-    exec(compile(_python_blocks("docs/budgets.md")[index], f"docs/budgets.md[{index}]", "exec"), {})
+    run_block("docs/budgets.md", index)

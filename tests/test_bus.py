@@ -6,7 +6,6 @@ import dataclasses
 import itertools
 import logging
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ from robotlab import BusError, ConfigurationError, DelegationTimeout, InferenceE
 from robotlab.hooks import Hook
 from robotlab.llm import EchoModel, ScriptedModel, call
 from robotlab.tools import Tool
+from tests.doc_blocks import python_blocks, run_block
 
 
 class Tell(Tool):
@@ -375,14 +375,9 @@ def test_network_hooks_and_budget_reach_a_delegate(seen):
 # -- docs and example ----------------------------------------------------------
 
 
-def _python_blocks(path):
-    text = (Path(__file__).parent.parent / path).read_text()
-    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
-
-
-@pytest.mark.parametrize("index", range(len(_python_blocks("docs/messaging.md"))))
+@pytest.mark.parametrize("index", range(len(python_blocks("docs/messaging.md"))))
 def test_docs_messaging_examples_run(index, capsys):
-    exec(compile(_python_blocks("docs/messaging.md")[index], f"docs/messaging.md[{index}]", "exec"), {})
+    run_block("docs/messaging.md", index)
 
 
 def test_messaging_demo_output():

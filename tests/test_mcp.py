@@ -4,7 +4,6 @@ tests/mcp_test_server.py over stdio and over streamable HTTP in a subprocess."""
 from __future__ import annotations
 
 import json
-import re
 import socket
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from robotlab import ConfigurationError, DependencyError, MCPError, ToolNotFound
 from robotlab.hooks import Hook
 from robotlab.llm import ScriptedModel, call
 from robotlab.mcp import MCPClient, MCPServer, parse_servers
+from tests.doc_blocks import python_blocks, run_block
 
 TEST_SERVER = Path(__file__).with_name("mcp_test_server.py")
 TIME_SERVER = {
@@ -462,11 +462,6 @@ def test_without_the_mcp_package_using_mcp_raises_dependency_error(monkeypatch):
 # -- docs/mcp.md ----------------------------------------------------------------------------------------
 
 
-def _python_blocks(path: str) -> list[str]:
-    text = (Path(__file__).parent.parent / path).read_text()
-    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
-
-
-@pytest.mark.parametrize("index", range(len(_python_blocks("docs/mcp.md"))))
+@pytest.mark.parametrize("index", range(len(python_blocks("docs/mcp.md"))))
 def test_docs_mcp_examples_run(index):
-    exec(compile(_python_blocks("docs/mcp.md")[index], f"docs/mcp.md[{index}]", "exec"), {"__name__": "docs_mcp"})
+    run_block("docs/mcp.md", index, __name__="docs_mcp")

@@ -17,6 +17,7 @@ import robotlab
 from robotlab.errors import AwaitTimeout, ConfigurationError, DependencyError
 from robotlab.extensions import register_extension, unregister_extension
 from robotlab.memory import RESERVED_KEYS, Memory, MemoryChange, StateProxy, Subscription, create_memory
+from tests.doc_blocks import python_blocks, run_block
 
 
 def later(seconds: float, fn, *args):
@@ -832,17 +833,9 @@ def test_memory_module_imports_only_the_standard_library():
     assert out.stdout.strip() == "[]"
 
 
-def _python_blocks(path):
-    import re
-    from pathlib import Path
-
-    text = (Path(__file__).parent.parent / path).read_text()
-    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
-
-
-@pytest.mark.parametrize("index", range(len(_python_blocks("docs/memory.md"))))
+@pytest.mark.parametrize("index", range(len(python_blocks("docs/memory.md"))))
 def test_docs_memory_examples_run(index, capsys):
-    exec(compile(_python_blocks("docs/memory.md")[index], f"docs/memory.md[{index}]", "exec"), {})
+    run_block("docs/memory.md", index)
 
 
 def test_memory_demo_example_output():

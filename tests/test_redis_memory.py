@@ -24,6 +24,7 @@ import robotlab
 from robotlab.errors import AwaitTimeout, BoundaryError, ConfigurationError, DependencyError, Error, WireError
 from robotlab.memory import RESERVED_KEYS, Memory, MemoryChange, create_memory
 from tests import memory_jobs as jobs
+from tests.doc_blocks import python_blocks, run_block
 from tests.redis_server import RedisServer, redis_server, require_redis_server  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).parent.parent
@@ -832,15 +833,11 @@ def test_module_docstring_examples_run(module):
     assert failures == 0
 
 
-def _python_blocks(path):
-    return re.findall(r"```python\n(.*?)```", (ROOT / path).read_text(), flags=re.S)
-
-
-@pytest.mark.parametrize("index", range(len(_python_blocks("docs/persistence.md"))))
+@pytest.mark.parametrize("index", range(len(python_blocks("docs/persistence.md"))))
 def test_docs_persistence_examples_run(index, redis_server, raw):  # noqa: F811
-    code = _python_blocks("docs/persistence.md")[index].replace("redis://localhost:6379/0", redis_server.url)
+    code = python_blocks("docs/persistence.md")[index].replace("redis://localhost:6379/0", redis_server.url)
     namespaces_before = set(raw.keys("*"))
-    exec(compile(code, f"docs/persistence.md[{index}]", "exec"), {"__name__": "docs_persistence"})
+    run_block("docs/persistence.md", index, code, __name__="docs_persistence")
     leftovers = set(raw.keys("*")) - namespaces_before
     if leftovers:
         raw.delete(*leftovers)

@@ -26,6 +26,7 @@ from robotlab import ConfigurationError
 from robotlab.llm import ScriptedModel, call
 from robotlab.skills import AgentSkill, AgentSkillCatalog, Capabilities, ScriptTool, TimeoutExecutor, resolve_skills
 from robotlab.skills.front_matter import split_front_matter
+from tests.doc_blocks import python_blocks, run_block
 
 SEED_FRONT_MATTER = """\
 name: deploy-checker
@@ -768,15 +769,10 @@ def test_module_docstring_examples_run(module):
     assert failures == 0
 
 
-def _python_blocks(path):
-    text = (Path(__file__).parent.parent / path).read_text()
-    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
-
-
-@pytest.mark.parametrize("index", range(len(_python_blocks("docs/skills.md"))))
+@pytest.mark.parametrize("index", range(len(python_blocks("docs/skills.md"))))
 def test_docs_skills_examples_run(index, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    exec(compile(_python_blocks("docs/skills.md")[index], f"docs/skills.md[{index}]", "exec"), {})
+    run_block("docs/skills.md", index)
 
 
 def test_skills_demo_example_output():
