@@ -329,3 +329,32 @@ def test_a_litellm_model_is_called_in_the_parent_and_its_raw_response_stays_ther
     assert result.ok, result.errors
     assert result.results["ask"].last_text_content == "mocked!"
     assert result.results["probe"].tool_calls[0].result is (mode == "thread")
+
+
+def test_robots_that_rebuild_alike_are_checked_once_and_a_pool_remembers(monkeypatch):
+    from robotlab.parallel import default_pool
+
+    shutdown_pool()  # a fresh pool has checked nothing yet
+    pool = default_pool("process", 2)
+    checks = []
+    submit = pool.submit
+
+    def counting_submit(fn, *args, **kwargs):
+        if fn == "robotlab.parallel.robot_job:check_robot":
+            checks.append(args[0].name)
+        return submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(pool, "submit", counting_submit)
+
+    def network():
+        net = robotlab.create_network(name="alike", parallel_mode="process", config=robotlab.RunConfig(pool_size=2))
+        for name in ("a", "b", "c"):  # same tools, other names: they rebuild alike
+            net.task(name, tool_robot(name, 0.01), tools="inherit")
+        net.task("d", robotlab.build(name="d", model=ScriptedModel([call("where"), "d done"]),
+                                     local_tools=[jobs.where]), tools="inherit")
+        return net
+
+    assert network().run("go").ok
+    assert sorted(checks) == ["a", "d"]
+    assert network().run("again").ok
+    assert sorted(checks) == ["a", "d"]  # nothing new to check on this pool

@@ -242,12 +242,17 @@ class Network:
         return Hooks.run("network_run", ctx, registries, None, run.execute)
 
     def _checked_pool(self) -> Any:
-        """The pool of this network's mode, once every task's robot was rebuilt in one of its workers."""
+        """The pool of this network's mode, once every task's robot was rebuilt in one of its workers.
+
+        Robots that differ only in name and conversation rebuild alike, so one of
+        them is checked; and a pool remembers what it rebuilt for earlier runs.
+        """
         from robotlab.parallel import default_pool
-        from robotlab.parallel.robot_job import describe_robot
+        from robotlab.parallel.robot_job import checked_rebuilds, describe_robot, rebuild_key
 
         pool = default_pool(self.parallel_mode, self.config.pool_size)
-        checks = []
+        checked = checked_rebuilds(pool)
+        checks: dict[Any, tuple[str, Any]] = {}
         for task in self._tasks.values():
             where = f"network {self.name!r}: task {task.name!r} cannot run with parallel_mode={self.parallel_mode!r}"
             try:
@@ -255,14 +260,17 @@ class Network:
                                       overrides=RunConfig.from_options(task.options, where=f"task {task.name!r}"))
             except RactorBoundaryError as exc:
                 raise RactorBoundaryError(f"{where}: {exc}") from None
-            checks.append((where, pool.submit("robotlab.parallel.robot_job:check_robot", spec)))
-        for where, check in checks:
+            key = rebuild_key(spec)
+            if key not in checked and key not in checks:
+                checks[key] = (where, pool.submit("robotlab.parallel.robot_job:check_robot", spec))
+        for key, (where, check) in checks.items():
             try:
                 check.result()
             except Error as exc:
                 raise type(exc)(f"{where}: {exc}") from exc
             except Exception as exc:
                 raise ConfigurationError(f"{where}: {type(exc).__name__}: {exc}") from exc
+            checked.add(key)
         return pool
 
 
@@ -313,6 +321,8 @@ class _Run:
         running: dict[Future, str] = {}
         started_optional: set[str] = set()
         token = _current_run.set(self)
+        # Only an optional task can be activated from outside the scheduler's own wake-ups.
+        poll = 0.05 if any(t.optional for t in self.tasks.values()) else None
         try:
             with ScopedThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix=self.network.name) as pool:
                 while True:
@@ -327,8 +337,7 @@ class _Run:
                     if not running:
                         break
                     self._wakeup.clear()
-                    done, _ = wait(running, timeout=0.05 if self._has_optional() else None,
-                                   return_when=FIRST_COMPLETED)
+                    done, _ = wait(running, timeout=poll, return_when=FIRST_COMPLETED)
                     for future in done:
                         name = running.pop(future)
                         self._settle(name, waiting)
@@ -336,7 +345,8 @@ class _Run:
             _current_run.reset(token)
         for name in self.tasks:
             self.outcomes.setdefault(name, TaskOutcome(name, "skipped"))
-        sinks = tuple(n for n in self.order if not any(n in t.dependencies for t in self.tasks.values()))
+        depended_on = {d for t in self.tasks.values() for d in t.dependencies}
+        sinks = tuple(n for n in self.order if n not in depended_on)
         return NetworkResult(
             network_name=self.network.name,
             tasks={n: self.outcomes[n] for n in self.tasks},
@@ -344,9 +354,6 @@ class _Run:
             duration=self._now(),
             sinks=tuple(s for s in sinks if not self.tasks[s].optional or self.outcomes[s].status != "skipped"),
         )
-
-    def _has_optional(self) -> bool:
-        return any(t.optional for t in self.tasks.values())
 
     def _settle(self, name: str, waiting: dict[str, set[str]]) -> None:
         """Release dependants of a finished task, or fail them when it failed."""

@@ -24,6 +24,7 @@ with the result, so a robot behaves as in thread mode from one task to the next.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +38,8 @@ from robotlab.parallel.parent_calls import RemoteEndpoint, endpoint
 from robotlab.result import RobotResult
 from robotlab.robot import Robot
 
-__all__ = ["NetworkRef", "RobotSpec", "TaskRef", "check_robot", "describe_robot", "run_on_pool", "run_robot"]
+__all__ = ["NetworkRef", "RobotSpec", "TaskRef", "check_robot", "checked_rebuilds", "describe_robot", "rebuild_key",
+           "run_on_pool", "run_robot"]
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,19 @@ def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Sequence[
         robot._messages = [dict(m) for m in result.messages]
         robot._learnings = list(learnings)
     return result
+
+
+_checked: weakref.WeakKeyDictionary[Any, set[RobotSpec]] = weakref.WeakKeyDictionary()
+
+
+def rebuild_key(spec: RobotSpec) -> RobotSpec:
+    """What rebuilding *spec* in a worker depends on: the spec without the robot's name and conversation."""
+    return dataclasses.replace(spec, name="", messages=(), learnings=(), model_name="", context_window=None)
+
+
+def checked_rebuilds(pool: Any) -> set[RobotSpec]:
+    """The :func:`rebuild_key` s that :func:`check_robot` passed on *pool* (for as long as the pool lives)."""
+    return _checked.setdefault(pool, set())
 
 
 def check_robot(spec: RobotSpec) -> str:
