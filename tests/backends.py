@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import threading
 import time
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ import pytest
 
 from robotlab.errors import DependencyError
 from robotlab.parallel import resolve
+from robotlab.parallel.thread_backend import THREAD_NAME
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class Backend:
 
     probe: import path of a function that raises DependencyError where the backend cannot run (None: always runs).
     require_env: environment variable that turns "cannot run here" into a failure when set to ``1``.
-    in_process: workers are interpreters of the test process (worker ids are interpreter ids, not pids).
+    in_process: workers run in the test process (worker ids are interpreter or thread-worker ids, not pids).
     killable: a timed-out job's worker is stopped; otherwise it is abandoned and ends when its job returns.
     fixture: name of a fixture the backend needs set up first (say, a running cluster), or None.
     """
@@ -46,6 +48,7 @@ BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (
     Backend("process"),
     Backend("subinterpreter", "robotlab.parallel.subinterpreter_backend:load_interpreters",
             "ROBOTLAB_REQUIRE_SUBINTERPRETERS", in_process=True, killable=False),
+    Backend("thread", in_process=True, killable=False),
     Backend("ray", "robotlab.parallel.ray_backend:load_ray", "ROBOTLAB_REQUIRE_RAY", fixture="ray_cluster"),
 )}
 
@@ -108,13 +111,24 @@ def interpreter_ids() -> set[int]:
     return {interp.id for interp in load_interpreters().list_all()}
 
 
+def thread_worker_ids() -> set[int]:
+    """Ids of the thread workers (``backend="thread"``) whose threads are running now."""
+    prefix = THREAD_NAME.format("")
+    return {int(thread.name[len(prefix):]) for thread in threading.enumerate() if thread.name.startswith(prefix)}
+
+
+def live_in_process_workers(backend: str) -> set[int]:
+    """Ids of the workers of an in-process *backend* that exist now: interpreters, or running thread workers."""
+    return thread_worker_ids() if backend == "thread" else interpreter_ids()
+
+
 def workers_gone(backend: str, ids: list[int], within: float = 10.0) -> bool:
     """True once the workers *ids* of a *backend* pool no longer exist: their processes were reaped,
-    or their interpreters were closed."""
+    their interpreters closed, or their threads ended."""
     if not BACKENDS[backend].in_process:
         return gone(ids, within)
     deadline = time.monotonic() + within
-    while interpreter_ids() & set(ids):
+    while live_in_process_workers(backend) & set(ids):
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)

@@ -1,4 +1,4 @@
-"""Module-level jobs the workers (processes and subinterpreters) import in the pool tests."""
+"""Module-level jobs the workers (processes, subinterpreters and threads) import in the pool tests."""
 
 import logging
 import os
@@ -90,7 +90,8 @@ def read_flag():
     return _flag
 
 
-def fail_init():
+def fail_init(delay=0.0):
+    time.sleep(delay)
     raise RuntimeError("initializer refused")
 
 
@@ -120,7 +121,15 @@ def sleep_with_pidfile(path, seconds):
 
 
 def worker_id():
-    """What the pool lists in ``worker_ids`` for the worker running this job: its pid, or its interpreter's id."""
+    """What the pool lists in ``worker_ids`` for the worker running this job: its pid, its interpreter's id,
+    or its thread worker's id."""
+    import threading
+
+    from robotlab.parallel.thread_backend import THREAD_NAME
+
+    name, prefix = threading.current_thread().name, THREAD_NAME.format("")
+    if name.startswith(prefix):
+        return int(name[len(prefix):])
     try:
         import _interpreters
     except ImportError:  # before 3.13: no subinterpreters, so a process worker

@@ -24,7 +24,12 @@ _UNSET: Any = object()
 
 
 def available_backends() -> list[str]:
-    """The WorkerPool backends this interpreter can run: ``"process"``, plus ``"subinterpreter"`` on 3.13+."""
+    """The WorkerPool backends this interpreter can run: ``"process"``, plus ``"subinterpreter"`` on 3.13+.
+
+    ``"thread"`` is left out: a thread worker shares this interpreter, so a tool passing there
+    proves nothing about shipping it to another process or interpreter (pass it in *backends*
+    to try it anyway).
+    """
     from robotlab.parallel.subinterpreter_backend import load_interpreters
 
     backends = ["process"]

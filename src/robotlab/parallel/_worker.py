@@ -1,8 +1,9 @@
 """The worker side of WorkerPool: receive a job frame, run it, send back a result frame.
 
-Runs inside worker processes and inside subinterpreters, so it imports only the
-standard library and robotlab's worker-side modules (no pydantic, msgspec or
-litellm; a job may import them itself). Messages to the parent are tuples:
+Runs inside worker processes, inside subinterpreters and on threads of the
+parent's own interpreter, so it imports only the standard library and
+robotlab's worker-side modules (no pydantic, msgspec or litellm; a job may
+import them itself). Messages to the parent are tuples:
 
 - ``("ready", ident)`` once, after the initializer ran;
 - ``("init_error", traceback_text)`` if the initializer raised (then the worker ends);
@@ -197,17 +198,24 @@ def _encode(message: Any) -> bytes:
     return wire.encode(message, msgpack=False)
 
 
-def serve(channel: Channel, ident: int, log_level: int, initializer: str | None, initargs: tuple) -> None:
-    """The worker loop: until the parent sends ``None`` or closes the channel."""
+def serve(channel: Channel, ident: int, log_level: int | None, initializer: str | None, initargs: tuple, *,
+          per_thread: bool = False) -> None:
+    """The worker loop: until the parent sends ``None`` or closes the channel.
+
+    *log_level* None leaves logging alone, and *per_thread* keeps each job's endpoints to
+    this thread: both for a thread worker, which shares the parent's interpreter (its log
+    records already reach the parent's handlers, and other workers run jobs beside it).
+    """
     send_lock = threading.Lock()
 
     def send_frame(frame: bytes) -> None:
         with send_lock:  # log records may come from the job's own threads
             channel.send_bytes(frame)
 
-    root = logging.getLogger()
-    root.handlers[:] = [_ParentLogHandler(lambda message: send_frame(_encode(message)))]
-    root.setLevel(log_level)
+    if log_level is not None:
+        root = logging.getLogger()
+        root.handlers[:] = [_ParentLogHandler(lambda message: send_frame(_encode(message)))]
+        root.setLevel(log_level)
     if initializer is not None:
         try:
             resolve(initializer)(*initargs)
@@ -227,7 +235,8 @@ def serve(channel: Channel, ident: int, log_level: int, initializer: str | None,
         hook_metadata: dict = {}
         started = time.perf_counter()
         try:
-            with job_endpoints(link, None if endpoint_ids is None else dict(endpoint_ids)) as endpoints:
+            with job_endpoints(link, None if endpoint_ids is None else dict(endpoint_ids),
+                               per_thread=per_thread) as endpoints:
                 result = _run(kind, target, args, kwargs, endpoints.get("memory"), hooks, hook_metadata)
             try:
                 reply = _encode(("ok", job_id, result, hook_metadata or None, time.perf_counter() - started))
@@ -264,3 +273,11 @@ def process_main(conn: Any, alive: Any, sys_path: list[str], log_level: int,
 def interpreter_main(fd: int, ident: int, log_level: int, initializer: str | None, initargs_frame: bytes) -> None:
     """Entry point inside a subinterpreter; the socket *fd* is owned (and closed) by the parent."""
     serve(_FdChannel(fd), ident, log_level, initializer, wire.decode(initargs_frame))
+
+
+def thread_main(fd: int, ident: int, initializer: str | None, initargs: tuple) -> None:
+    """Entry point of a thread worker (``backend="thread"``); the socket *fd* is owned (and closed) by its handle.
+
+    No spinning while idle: the thread would contend for the GIL it shares with the parent.
+    """
+    serve(_FdChannel(fd, spin=0.0), ident, None, initializer, initargs, per_thread=True)

@@ -18,6 +18,7 @@ Worker-side module: standard library and robotlab's worker-side modules only.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import threading
 from collections import deque
@@ -125,22 +126,36 @@ class RemoteEndpoint:
         return self._link.request(self._id, op, args, f"{self.name}.{op}")
 
 
-_current: dict[str, RemoteEndpoint] = {}
-_in_job = False
+# The running job's endpoints. A process or subinterpreter worker runs one job at a time in its
+# interpreter, so they are global there and every thread the job starts reaches them. Thread workers
+# share one interpreter (the parent's): each keeps its job's endpoints in its own context, which
+# robotlab's thread hand-offs copy (as they do the hook scope) but a bare ``threading.Thread`` does not.
+_current: dict[str, RemoteEndpoint] | None = None
+_in_context: contextvars.ContextVar[dict[str, RemoteEndpoint] | None] = contextvars.ContextVar(
+    "robotlab_job_endpoints", default=None)
 
 
 @contextlib.contextmanager
-def job_endpoints(link: ParentLink, endpoint_ids: Mapping[str, int] | None) -> Iterator[dict[str, RemoteEndpoint]]:
-    """Make the running job's endpoints what :func:`endpoint` returns, until the job ends."""
-    global _current, _in_job
+def job_endpoints(link: ParentLink, endpoint_ids: Mapping[str, int] | None, *,
+                  per_thread: bool = False) -> Iterator[dict[str, RemoteEndpoint]]:
+    """Make the running job's endpoints what :func:`endpoint` returns, until the job ends.
+
+    *per_thread*: only in this thread's context (a thread worker, see above), not interpreter-wide.
+    """
+    global _current
     endpoints = {name: RemoteEndpoint(link, id_, name) for name, id_ in (endpoint_ids or {}).items()}
-    _current, _in_job = endpoints, True
+    token = _in_context.set(endpoints) if per_thread else None
+    if not per_thread:
+        _current = endpoints
     try:
         yield endpoints
     finally:
         for remote in endpoints.values():
             remote.open = False
-        _current, _in_job = {}, False
+        if token is not None:
+            _in_context.reset(token)
+        else:
+            _current = None
 
 
 def endpoint(name: str) -> RemoteEndpoint | None:
@@ -148,6 +163,9 @@ def endpoint(name: str) -> RemoteEndpoint | None:
 
     Raises ``robotlab.Error`` outside a job running on a WorkerPool.
     """
-    if not _in_job:
+    endpoints = _in_context.get()
+    if endpoints is None:
+        endpoints = _current
+    if endpoints is None:
         raise Error(f"the parent's {name} is only available inside a job running on a WorkerPool")
-    return _current.get(name)
+    return endpoints.get(name)

@@ -46,7 +46,6 @@ from typing import Any
 
 from robotlab.errors import (
     ConfigurationError,
-    DependencyError,
     Error,
     JobTimeout,
     RactorBoundaryError,
@@ -60,6 +59,7 @@ from robotlab.parallel.boundary import freeze_deep, import_path
 from robotlab.parallel.endpoints import Endpoint, MemoryEndpoint
 from robotlab.parallel.process_backend import ProcessBackend
 from robotlab.parallel.subinterpreter_backend import SubinterpreterBackend
+from robotlab.parallel.thread_backend import ThreadBackend
 
 __all__ = ["BACKENDS", "RemoteTraceback", "WorkerPool"]
 
@@ -186,9 +186,9 @@ class WorkerPool(Executor):
 
     Args:
         size: number of workers, or ``"auto"`` (``os.cpu_count()``).
-        backend: ``"process"``, ``"subinterpreter"`` (CPython 3.13+) or ``"ray"`` (one Ray actor per
-            worker, on the cluster this process is connected to; ``pip install 'robotlab[ray]'``).
-            ``"thread"`` is a reserved name.
+        backend: ``"process"``, ``"subinterpreter"`` (CPython 3.13+), ``"ray"`` (one Ray actor per
+            worker, on the cluster this process is connected to; ``pip install 'robotlab[ray]'``) or
+            ``"thread"`` (threads of this process, for I/O-bound jobs and tests: no GIL escape).
         start_method: ``"forkserver"`` (the default on Linux) or ``"spawn"``; never ``"fork"``.
         max_tasks_per_child: replace a worker after this many jobs.
         initializer, initargs: called in each worker before its first job.
@@ -240,7 +240,7 @@ class WorkerPool(Executor):
         self._pending: collections.deque[_Job] = collections.deque()
         self._workers: list[_Worker] = []
         self._retiring: list[Any] = []  # workers told to stop, joined once their sentinel fires
-        self._abandoned: list[Any] = []  # timed-out interpreters that cannot be stopped (see _expire)
+        self._abandoned: list[Any] = []  # timed-out interpreters or threads, which cannot be stopped (see _expire)
         self._start_failures = 0
         self._durations: dict[tuple[str, str], float] = {}  # moving average of run time by job profile
         self._short: set[tuple[str, str]] = set()  # the profiles whose average is under _SHORT_JOB
@@ -398,7 +398,7 @@ class WorkerPool(Executor):
 
     @property
     def worker_ids(self) -> list[int]:
-        """PIDs of the current worker processes, or ids of the current worker interpreters."""
+        """PIDs of the current worker processes, or ids of the current worker interpreters or threads."""
         with self._lock:
             return [w.handle.ident for w in self._workers]
 
@@ -411,8 +411,9 @@ class WorkerPool(Executor):
             pass
         main = sys.modules.get("__main__")
         # spawn and forkserver workers import the main script as __main__ when it is a file;
-        # a subinterpreter's __main__ is its own, empty one.
-        main_importable = self.backend == "process" and getattr(main, "__file__", None) is not None
+        # a subinterpreter's __main__ is its own, empty one; a thread worker's is this one.
+        main_importable = self.backend == "thread" or (
+            self.backend == "process" and getattr(main, "__file__", None) is not None)
         path = import_path(fn, main_importable=main_importable)
         with contextlib.suppress(TypeError):
             self._paths[fn] = path
@@ -704,10 +705,10 @@ class WorkerPool(Executor):
                 handle.join()
                 fate = "was stopped and replaced"
             else:
-                # A running interpreter cannot be stopped: drop it (its next send fails and
-                # its loop ends once the job returns) and join it at shutdown.
+                # A running interpreter or thread cannot be stopped: drop it (its next send fails
+                # and its loop ends once the job returns) and join it at shutdown.
                 self._abandoned.append(handle)
-                fate = "was abandoned (a running interpreter cannot be stopped) and replaced"
+                fate = f"was abandoned (a running {self._backend.name} worker cannot be stopped) and replaced"
             settled.append((job.future, JobTimeout(
                 f"{job.target} ran past its timeout of {job.timeout} s; worker {handle.label} {fate}")))
             self._replace(worker)
@@ -897,9 +898,8 @@ def _make_backend(name: str, start_method: str | None, address: str | None = Non
                                  f"with backend={name!r}")
     if name == "subinterpreter":
         return SubinterpreterBackend()
-    if name == "ray":
-        from robotlab.parallel.ray_backend import RayBackend  # imports ray: only when asked for
+    if name == "thread":
+        return ThreadBackend()
+    from robotlab.parallel.ray_backend import RayBackend  # "ray" (names are checked first): imports ray only now
 
-        return RayBackend(address, resources)
-    raise DependencyError(f"backend={name!r} is not available in this version of robotlab; "
-                          "use backend='process', 'subinterpreter' or 'ray'")
+    return RayBackend(address, resources)
