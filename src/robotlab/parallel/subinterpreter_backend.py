@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import socket
 import sys
 import threading
-from multiprocessing.connection import Connection
 from types import ModuleType
 from typing import Any
 
 from robotlab.errors import DependencyError
 from robotlab.parallel import wire
+from robotlab.parallel.thread_backend import ThreadHosted
 
 __all__ = ["InterpreterWorker", "SubinterpreterBackend", "load_interpreters"]
 
@@ -55,30 +53,20 @@ def load_interpreters() -> ModuleType:
                           f"on 3.13 {INSTALL_HINT}, or use backend='process'")
 
 
-class InterpreterWorker:
+class InterpreterWorker(ThreadHosted):
     """The pool's handle on one subinterpreter and the thread that runs it."""
 
+    stopped = "its interpreter stopped"
+
     def __init__(self, interpreters: ModuleType, initializer: str | None, initargs: tuple) -> None:
-        ours, theirs = socket.socketpair()
-        self.conn = Connection(ours.detach())
-        self._fd = theirs.detach()
-        self._stopped_r, self._stopped_w = os.pipe()
-        self.sentinel = self._stopped_r  # readable once the interpreter has stopped
+        super().__init__()
         try:
             self._interp = interpreters.create()
-        except BaseException:  # e.g. out of memory: leave no fd behind
-            for fd in (self._fd, self._stopped_r, self._stopped_w):
-                os.close(fd)
-            self.conn.close()
+        except BaseException:  # e.g. out of memory
+            self._close_all()
             raise
         self.ident: int = self._interp.id
         self.label = f"interpreter {self.ident}"
-        self.exitcode = None
-        self._failure: str | None = None
-        # The sentinel's read end is closed once, by release() or, if the interpreter was still
-        # running a job then (abandoned at shutdown), by its thread when the job returns.
-        self._fd_lock = threading.Lock()
-        self._ended = self._released = False
         code = (
             "import sys\n"
             f"sys.path[:] = {list(sys.path)!r}\n"
@@ -96,35 +84,9 @@ class InterpreterWorker:
         except Exception as exc:  # ExecutionFailed: the worker loop itself failed
             self._failure = str(exc)
         finally:
-            os.close(self._fd)
             with contextlib.suppress(Exception):
                 self._interp.close()
-            with self._fd_lock:
-                os.close(self._stopped_w)  # wakes the supervisor: this worker has stopped
-                self._ended = True
-                if self._released:
-                    os.close(self._stopped_r)
-
-    def kill(self) -> None:
-        """Abandon: the pool stops reading; the interpreter ends when its current job returns."""
-
-    def join(self, timeout: float | None = None) -> None:
-        self._thread.join(timeout)
-
-    def is_alive(self) -> bool:
-        return self._thread.is_alive()
-
-    def death_cause(self) -> str:
-        return f"an error in its worker loop: {self._failure}" if self._failure else "its interpreter stopped"
-
-    def release(self) -> None:
-        """Free the sentinel (now, or when the interpreter's job returns if it is still running one)."""
-        with self._fd_lock:
-            if self._released:
-                return
-            self._released = True
-            if self._ended:
-                os.close(self._stopped_r)
+            self._finish()
 
 
 class SubinterpreterBackend:

@@ -32,36 +32,87 @@ import socket
 import threading
 from multiprocessing.connection import Connection
 
-__all__ = ["THREAD_NAME", "ThreadBackend", "ThreadWorker"]
+__all__ = ["THREAD_NAME", "ThreadBackend", "ThreadHosted", "ThreadWorker"]
 
 #: The name of a thread worker's thread, formatted with its ``ident``.
 THREAD_NAME = "robotlab-thread-worker-{}"
 _idents = itertools.count(1)  # process-wide: a thread's own ident may be reused once it has ended
 
 
-class ThreadWorker:
-    """The pool's handle on one worker thread."""
+class ThreadHosted:
+    """A worker whose loop runs on a thread of this process: thread workers, and subinterpreters.
+
+    It has a socket pair to the pool and a sentinel pipe that becomes readable
+    when its thread ends. A subclass starts ``self._thread`` and makes
+    :meth:`_finish` the last thing that thread does.
+    """
 
     exitcode = None  # a thread has no exit status
+    stopped = "its thread ended"  # the death cause when the worker loop did not fail
 
-    def __init__(self, initializer: str | None, initargs: tuple) -> None:
+    def __init__(self) -> None:
         ours, theirs = socket.socketpair()
         self.conn = Connection(ours.detach())
-        self._fd = theirs.detach()
+        self._fd = theirs.detach()  # the worker's end
         self._stopped_r, self._stopped_w = os.pipe()
         self.sentinel = self._stopped_r  # readable once the thread has ended
+        self._thread: threading.Thread | None = None
+        self._failure: str | None = None
+        # The sentinel's read end is closed once: by release() or, if the thread was still
+        # running a job then (abandoned at shutdown), by the thread when the job returns.
+        self._fd_lock = threading.Lock()
+        self._ended = self._released = False
+
+    def _close_all(self) -> None:
+        """The thread could not start: leave no fd behind."""
+        for fd in (self._fd, self._stopped_r, self._stopped_w):
+            os.close(fd)
+        self.conn.close()
+
+    def _finish(self) -> None:
+        os.close(self._fd)
+        with self._fd_lock:
+            os.close(self._stopped_w)  # wakes the supervisor: this worker has stopped
+            self._ended = True
+            if self._released:
+                os.close(self._stopped_r)
+
+    def kill(self) -> None:
+        """Abandon: the pool stops reading; the worker ends when its current job returns."""
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def is_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def death_cause(self) -> str:
+        return f"an error in its worker loop: {self._failure}" if self._failure else self.stopped
+
+    def release(self) -> None:
+        """Free the sentinel (now, or when the thread's job returns if it is still running one)."""
+        with self._fd_lock:
+            if self._released:
+                return
+            self._released = True
+            if self._ended:
+                os.close(self._stopped_r)
+
+
+class ThreadWorker(ThreadHosted):
+    """The pool's handle on one worker thread."""
+
+    def __init__(self, initializer: str | None, initargs: tuple) -> None:
+        super().__init__()
         self.ident: int = next(_idents)
         self.label = f"thread {self.ident}"
-        self._failure: str | None = None
-        self._released = False
         self._thread = threading.Thread(target=self._run, args=(initializer, initargs), daemon=True,
                                         name=THREAD_NAME.format(self.ident))
         try:
             self._thread.start()
-        except BaseException:  # "can't start new thread": leave no fd behind
-            for fd in (self._fd, self._stopped_r, self._stopped_w):
-                os.close(fd)
-            self.conn.close()
+        except BaseException:  # "can't start new thread"
+            self._close_all()
             raise
 
     def _run(self, initializer: str | None, initargs: tuple) -> None:
@@ -72,26 +123,7 @@ class ThreadWorker:
         except BaseException as exc:  # the worker loop itself failed (a job's errors go back as replies)
             self._failure = f"{type(exc).__name__}: {exc}"
         finally:
-            os.close(self._fd)
-            os.close(self._stopped_w)  # wakes the supervisor: this worker has stopped
-
-    def kill(self) -> None:
-        """Abandon: the pool stops reading; the thread ends when its current job returns."""
-
-    def join(self, timeout: float | None = None) -> None:
-        self._thread.join(timeout)
-
-    def is_alive(self) -> bool:
-        return self._thread.is_alive()
-
-    def death_cause(self) -> str:
-        return f"an error in its worker loop: {self._failure}" if self._failure else "its thread ended"
-
-    def release(self) -> None:
-        """Free the sentinel (the pool calls this once the thread has ended)."""
-        if not self._released:
-            self._released = True
-            os.close(self._stopped_r)
+            self._finish()
 
 
 class ThreadBackend:
