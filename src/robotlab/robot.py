@@ -48,6 +48,7 @@ from robotlab.hooks import (
     LearnHookContext,
     LlmGenerationHookContext,
     RunHookContext,
+    current_hook_scope,
     global_hooks,
     with_hook_scope,
 )
@@ -74,7 +75,6 @@ class _RunFrame:
     """The run in progress in this context: what a delegate inherits and where a robot finds its network's bus."""
 
     network: Any
-    per_run_hooks: tuple[type, ...]
     budget_ledger: Ledger | None
     chain: tuple[Robot, ...]  # the robots running, outermost first: a delegation may not loop back into one
 
@@ -83,10 +83,10 @@ _active_run: contextvars.ContextVar[_RunFrame | None] = contextvars.ContextVar("
 
 
 @contextlib.contextmanager
-def _running(robot: Robot, network: Any, per_run_hooks: tuple[type, ...], ledger: Ledger | None) -> Iterator[None]:
+def _running(robot: Robot, network: Any, ledger: Ledger | None) -> Iterator[None]:
     parent = _active_run.get()
     chain = (*parent.chain, robot) if parent is not None else (robot,)
-    token = _active_run.set(_RunFrame(network, per_run_hooks, ledger, chain))
+    token = _active_run.set(_RunFrame(network, ledger, chain))
     try:
         yield
     finally:
@@ -307,7 +307,7 @@ class Robot:
             extra = run_options.pop("hooks", None)
             extra = () if extra is None else (extra,) if isinstance(extra, type) else tuple(extra)
             run_options = {"network": frame.network, "budget_ledger": frame.budget_ledger,
-                           "hooks": (*frame.per_run_hooks, *extra) or None, **run_options}
+                           "hooks": (*current_hook_scope().per_run_hooks, *extra) or None, **run_options}
 
         def run() -> RobotResult:
             return other.run(message, **run_options)
@@ -374,8 +374,8 @@ class Robot:
         )
         with (
             self._run_lock,
-            with_hook_scope(registries, per_run) as scope,
-            _running(self, network, scope.per_run_hooks, budget_ledger),
+            with_hook_scope(registries, per_run),
+            _running(self, network, budget_ledger),
         ):
             if self._broken_by is not None:
                 raise ConfigurationError(
