@@ -174,20 +174,14 @@ def build_network(model: str | None = None, parallel_mode: str = "thread", token
     checks = []
     for i, order_id in enumerate(ORDERS, start=1):
         if risk_scores:
-            checker = robotlab.build(
-                name=f"checker_{i}",
-                model=pick(scored_check(order_id)),
-                system_prompt=f"Look up order {order_id} with the lookup_order tool, score it with the risk_score "
-                              "tool, and report its status and risk.",
-                local_tools=[lookup_order, risk_score],
-            )
+            answer = scored_check(order_id)
+            prompt = (f"Look up order {order_id} with the lookup_order tool, score it with the risk_score tool, "
+                      "and report its status and risk.")
         else:
-            checker = robotlab.build(
-                name=f"checker_{i}",
-                model=pick(scripted_agent(_last_tool_result, "lookup_order", order_id=order_id)),
-                system_prompt=f"Look up order {order_id} with the lookup_order tool and report its status.",
-                local_tools=[lookup_order],
-            )
+            answer = scripted_agent(_last_tool_result, "lookup_order", order_id=order_id)
+            prompt = f"Look up order {order_id} with the lookup_order tool and report its status."
+        checker = robotlab.build(name=f"checker_{i}", model=pick(answer), system_prompt=prompt,
+                                 local_tools=[lookup_order, risk_score] if risk_scores else [lookup_order])
         network.task(f"check_order_{i}", checker, depends_on=["intake"], tools="inherit")
         checks.append(f"check_order_{i}")
     writer = robotlab.build(
