@@ -5,8 +5,11 @@ robotlab WorkerPool(2) with worker processes, the same with subinterpreters
 (CPython 3.13+ only: elsewhere the run says so and leaves them out) and
 ProcessPoolExecutor(2, forkserver). Pools are started and warmed up (one job
 per worker) before timing; every pool is driven the same way (submit all,
-then collect). Repetitions are interleaved, with the order rotated each time.
-Reports median wall time and speedup over serial.
+then collect). Repetitions are rounds of every contender back to back, with
+the order rotated each round. Reports median wall times; a speedup (X over
+serial, robotlab over ProcessPoolExecutor) is the median of the per-round
+ratios, so the slow drifts of a shared VM's speed fall on both sides of each
+ratio instead of on whichever contender ran during a slow spell.
 Run: ``python -m benchmarks.fanout`` (under 3.13 for the subinterpreter row).
 """
 
@@ -59,7 +62,7 @@ def fan_out(executor: Executor | None, jobs: int, n: int) -> float:
 
 def main(quick: bool | None = None) -> dict:
     quick = quick_mode(quick)
-    jobs, job_s, repeats = (8, 0.002, 2) if quick else (64, 0.020, 7)
+    jobs, job_s, repeats = (8, 0.002, 2) if quick else (64, 0.020, 11)
     missing = subinterpreters_missing()
     announce(missing)
     n = calibrate(job_s)
@@ -86,20 +89,25 @@ def main(quick: bool | None = None) -> dict:
                 pool.shutdown()
 
     medians = {name: statistics.median(times) for name, times in samples.items()}
-    speedups = {name: medians["serial"] / median for name, median in medians.items()}
+
+    def paired(slower: str, faster: str) -> float:
+        """Median over rounds of slower's time / faster's time in the same round."""
+        return statistics.median(a / b for a, b in zip(samples[slower], samples[faster], strict=True))
+
+    speedups = {name: paired("serial", name) for name in pools}
     figures: dict = {
         "benchmark": "fanout", "quick": quick, "python": sys.version.split()[0],
         "subinterpreters": "included" if missing is None else f"not run: {missing}",
         "workers": WORKERS, "jobs": jobs, "burn_n": n,
         "job_target_s": job_s, "serial_per_job_s": medians["serial"] / jobs, "repeats": repeats,
-        "median_s": medians, "speedup_vs_serial": speedups,
-        "robotlab_speedup_over_ppe_speedup": speedups[RL] / speedups[PPE],
+        "median_s": medians, "samples_s": samples, "speedup_vs_serial": speedups,
+        "robotlab_speedup_over_ppe_speedup": paired(PPE, RL),
     }
     if missing is None:
-        figures["subinterpreter_speedup_over_ppe_speedup"] = speedups[RL_SUB] / speedups[PPE]
+        figures["subinterpreter_speedup_over_ppe_speedup"] = paired(PPE, RL_SUB)
     print(f"fan-out: {jobs} x burn({n}) (calibrated to {job_s * 1000:g} ms, measured "
-          f"{figures['serial_per_job_s'] * 1000:.1f} ms serially), {WORKERS} workers, median of {repeats}")
-    print_table(["contender", "median (s)", "speedup vs serial"],
+          f"{figures['serial_per_job_s'] * 1000:.1f} ms serially), {WORKERS} workers, median of {repeats} rounds")
+    print_table(["contender", "median (s)", "speedup vs serial (median of rounds)"],
                 [[name, medians[name], speedups[name]] for name in pools])
     check(figures, "robotlab_speedup", speedups[RL], ">=", 1.8, "robotlab speedup over serial")
     check(figures, "robotlab_vs_ppe_speedup", figures["robotlab_speedup_over_ppe_speedup"], ">=", 1.0,

@@ -34,6 +34,7 @@ from robotlab.errors import (
     WorkerCrashed,
 )
 from robotlab.parallel import WorkerPool
+from robotlab.parallel import pool as pool_module
 from robotlab.parallel.pool import RemoteTraceback
 from tests import parallel_jobs as jobs
 from tests.backends import BACKENDS, gone, live_in_process_workers, workers_gone
@@ -296,6 +297,45 @@ def test_a_job_never_waits_behind_a_job_known_to_be_slow(backend, tmp_path):
         assert not slow.done()
         release.touch()
         assert slow.result(30) is True
+
+
+def until(condition, seconds=10.0):
+    """Poll *condition* until it holds (True) or *seconds* pass (False)."""
+    end = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.002)
+    return True
+
+
+def test_a_busy_worker_gets_its_next_job_before_a_job_of_consistent_length_ends(backend, monkeypatch):
+    monkeypatch.setattr(pool_module, "_HANDOVER_LEAD", 60.0)  # hand over at once instead of 2 ms before the end
+    with WorkerPool(size=1, backend=backend) as one:
+        for _ in range(10):  # sleep(0.1) takes a consistent time (enough runs to outweigh a slow one)
+            assert one.submit(jobs.sleep, 0.1).result(30) == 0.1
+        running = one.submit(jobs.sleep, 0.5)
+        behind = one.submit(jobs.sleep, 0.05)
+        # handed to the worker while the first still runs: it waits in the worker's pipe and cannot be cancelled
+        assert until(behind.running)
+        assert not running.done() and not behind.cancel()
+        timed = one.submit(jobs.sleep, 0.05, timeout=5)  # a timeout's clock starts with the job: never handed over
+        time.sleep(0.2)
+        assert not timed.running() and not running.done()
+        assert running.result(30) == 0.5 and behind.result(30) == 0.05 and timed.result(30) == 0.05
+
+
+def test_no_job_is_handed_over_behind_a_job_whose_length_varies(backend, monkeypatch):
+    monkeypatch.setattr(pool_module, "_HANDOVER_LEAD", 60.0)
+    with WorkerPool(size=1, backend=backend) as one:
+        for seconds in (0.01, 0.2, 0.01, 0.2, 0.01, 0.2):
+            assert one.submit(jobs.sleep, seconds).result(30) == seconds
+        running = one.submit(jobs.sleep, 0.5)
+        behind = one.submit(jobs.sleep, 0.01)
+        time.sleep(0.2)
+        assert not behind.running() and not running.done()
+        assert behind.cancel()  # still the pool's to give: the worker never saw it
+        assert running.result(30) == 0.5
 
 
 def test_a_job_past_its_timeout_raises_and_its_worker_is_replaced(backend, tmp_path):

@@ -15,7 +15,8 @@ cannot cross raises from ``submit`` itself.
 How it works: a backend (``process_backend``, ``subinterpreter_backend``)
 starts workers; each has one duplex pipe and a sentinel that becomes readable
 when it stops. A job goes straight down the pipe of a free worker from the
-submitting thread, else it waits in a queue. One supervisor thread waits, with
+submitting thread, else it waits in a queue (and may be handed to a busy
+worker just before its job is expected to end). One supervisor thread waits, with
 one persistent selector, on every pipe, every sentinel and a wake-up pipe: it
 reads results, hands queued jobs to freed workers, replaces stopped ones and
 enforces timeouts. A thread blocked in ``future.result()`` reads the result
@@ -75,6 +76,12 @@ logger = logging.getLogger("robotlab.parallel")
 # behind another job while a worker is free, and jobs that wait for each other both run.
 _PIPELINE = 8
 _SHORT_JOB = 0.001  # seconds
+# A longer job is handed to a busy worker this long before that worker's running job is
+# expected to end, so the worker finds it waiting instead of idling for a round trip through
+# the parent (a wake-up on each side, 0.1-0.5 ms on a VM). Only when jobs of the running
+# job's kind take consistent times (see _learn_duration): one that overruns its estimate
+# holds up the job behind it, as ProcessPoolExecutor's one-ahead queue always may.
+_HANDOVER_LEAD = 0.002  # seconds
 # A caller reading its own result re-checks the pool this often: the pipe it waits on may have
 # been closed under it (an abandoned interpreter never writes, and poll() does not see a close).
 _READ_SLICE = 0.05
@@ -99,6 +106,7 @@ class _Job:
     timeout: float | None
     deadline: float | None = None
     running: bool = False  # its future is RUNNING (it was sent to a worker at least once)
+    started: float | None = None  # about when its worker began it (monotonic), once it is at the front
     worker: _Worker | None = None  # the one it was last sent to
     profile: tuple[str, str] = ("call", "")  # (kind, target): its run time is learned under this key
     endpoints: dict[int, Endpoint] = field(default_factory=dict)  # parent objects it may call, by id
@@ -242,7 +250,9 @@ class WorkerPool(Executor):
         self._retiring: list[Any] = []  # workers told to stop, joined once their sentinel fires
         self._abandoned: list[Any] = []  # timed-out interpreters or threads, which cannot be stopped (see _expire)
         self._start_failures = 0
-        self._durations: dict[tuple[str, str], float] = {}  # moving average of run time by job profile
+        # Moving averages of run time and of its deviation from that average, by job profile.
+        self._durations: dict[tuple[str, str], tuple[float, float]] = {}
+        self._supervisor_wakes_at = math.inf  # when its select times out (monotonic), to hand over a job
         self._short: set[tuple[str, str]] = set()  # the profiles whose average is under _SHORT_JOB
         self._broken: str | None = None
         self._shutdown = False
@@ -468,15 +478,17 @@ class WorkerPool(Executor):
                 raise RuntimeError("cannot submit to a WorkerPool after shutdown")
             worker = None if self._pending else self._worker_for(job)
             if worker is None:
-                # Every worker is busy or starting: the supervisor hands this job to the
-                # next one that reports back, no need to wake it.
+                # Every worker is busy or starting: the next one that reports back takes this
+                # job; the supervisor needs waking only if it should hand it over before then.
                 self._pending.append(job)
+                wake = self._hand_over_sooner()
             else:
                 job.future.set_running_or_notify_cancel()  # a new future: nobody can have cancelled it
                 job.running = True
                 self._start(worker, job)
-        if timeout is not None:
-            self._wake()  # the supervisor must learn of the new deadline
+                wake = False
+        if wake or timeout is not None:
+            self._wake()  # the supervisor must learn of a new deadline or hand-over
         return job.future
 
     def _read_result(self, job: _Job, end: float | None) -> None:
@@ -515,7 +527,8 @@ class WorkerPool(Executor):
             return
         while True:
             # A closed pipe shows as POLLNVAL (readable here); the checks under the lock sort it out.
-            spin_end = time.perf_counter() + _SPIN
+            # No spinning for a result not due yet: on a busy machine it takes CPU from the workers.
+            spin_end = time.perf_counter() + (_SPIN if self._may_end_within(job, _SPIN) else 0.0)
             readable = False
             while not readable and time.perf_counter() < spin_end:
                 os.sched_yield()  # on a busy machine, let the worker we wait for run
@@ -526,6 +539,9 @@ class WorkerPool(Executor):
             with self._lock:
                 settled = self._drain(worker) if readable else []
                 leave = worker.hung_up or worker not in self._workers or job.worker is not worker
+                wake = bool(settled) and self._hand_over_sooner()
+            if wake:
+                self._wake()
             self._settle(settled)
             if leave or job.future.done() or (end is not None and time.monotonic() >= end):
                 return
@@ -536,14 +552,15 @@ class WorkerPool(Executor):
 
     # -- the supervisor (all methods below run on its thread, under self._lock unless noted) --
 
-    def _can_queue(self, worker: _Worker, job: _Job) -> bool:
+    def _can_queue(self, worker: _Worker, job: _Job, *, hand_over: bool = False) -> bool:
+        """Whether *worker* may take *job* now (``hand_over``: behind a job about to end, see _hand_over)."""
         queued = len(worker.jobs)
         if not worker.ready:
             return False
         if queued:
             if job.timeout is not None:
                 return False  # its clock must start when it starts: only an idle worker takes it
-            if not self._may_wait_behind(worker, job):
+            if not (hand_over or self._may_wait_behind(worker, job)):
                 return False
         return self._max_tasks is None or worker.jobs_done + queued < self._max_tasks
 
@@ -554,12 +571,59 @@ class WorkerPool(Executor):
                 and all(queued.profile in short for queued in worker.jobs))
 
     def _learn_duration(self, job: _Job, seconds: float) -> None:
-        average = self._durations.get(job.profile)
-        average = self._durations[job.profile] = seconds if average is None else 0.8 * average + 0.2 * seconds
+        known = self._durations.get(job.profile)
+        if known is None:
+            average, deviation = seconds, seconds / 2  # one sample says little about the spread
+        else:
+            average, deviation = known
+            deviation = 0.8 * deviation + 0.2 * abs(seconds - average)
+            average = 0.8 * average + 0.2 * seconds
+        self._durations[job.profile] = (average, deviation)
         if average < _SHORT_JOB:
             self._short.add(job.profile)
         else:
             self._short.discard(job.profile)
+
+    def _expected_end(self, worker: _Worker) -> float | None:
+        """When *worker*'s only job should end, if it is a job of consistent, known, not short run time."""
+        if len(worker.jobs) != 1 or worker.jobs[0].started is None:
+            return None
+        job = worker.jobs[0]
+        known = self._durations.get(job.profile)
+        if known is None or job.profile in self._short or known[1] > known[0] / 4:
+            return None
+        return job.started + known[0]
+
+    def _may_end_within(self, job: _Job, seconds: float) -> bool:
+        """Whether *job* may end within *seconds* from now, as far as run times learned so far tell."""
+        known, started = self._durations.get(job.profile), job.started
+        return known is None or started is None or started + known[0] - known[1] - time.monotonic() < seconds
+
+    def _hand_over(self, now: float) -> float | None:
+        """Give a queued job to each busy worker about to finish (see _HANDOVER_LEAD); seconds to the next."""
+        nearest = None
+        for worker in self._workers:
+            if not self._pending:
+                return None
+            end = self._expected_end(worker)
+            if end is None or not self._can_queue(worker, self._pending[0], hand_over=True):
+                continue
+            due = end - _HANDOVER_LEAD - now
+            if due > 0:
+                nearest = due if nearest is None else min(nearest, due)
+                continue
+            job = self._pending.popleft()
+            if job.running or job.future.set_running_or_notify_cancel():  # False: the caller cancelled it
+                job.running = True
+                self._start(worker, job)
+        return nearest
+
+    def _hand_over_sooner(self) -> bool:
+        """Whether a hand-over is now due before the supervisor plans to wake (it must be woken)."""
+        if not self._pending:
+            return False
+        ends = [end for end in map(self._expected_end, self._workers) if end is not None]
+        return bool(ends) and min(ends) - _HANDOVER_LEAD < self._supervisor_wakes_at
 
     def _worker_for(self, job: _Job) -> _Worker | None:
         """An idle worker, else the least loaded one whose pipe can hold *job* behind its jobs."""
@@ -577,6 +641,7 @@ class WorkerPool(Executor):
         if job.timeout is not None:
             job.deadline = time.monotonic() + job.timeout
         job.worker = worker
+        job.started = None if worker.jobs else time.monotonic()
         worker.jobs.append(job)
         with contextlib.suppress(OSError):  # it died: its sentinel fails the job as crashed
             worker.handle.conn.send_bytes(job.frame)
@@ -671,6 +736,8 @@ class WorkerPool(Executor):
             return self._fail_all(f"WorkerPool is broken: the initializer failed in a worker:\n{message[1]}")
         job = worker.jobs.popleft() if worker.jobs else None
         worker.jobs_done += 1
+        if worker.jobs:
+            worker.jobs[0].started = time.monotonic()  # the worker went on to it right after this reply
         settled: list[tuple[Future, Any]] = []
         if job is not None and job.id == message[1]:
             *_, job.future.hook_metadata, seconds = message
@@ -784,7 +851,12 @@ class WorkerPool(Executor):
         try:
             while True:
                 with self._lock:
-                    settled, timeout = self._expire(time.monotonic())
+                    now = time.monotonic()
+                    settled, timeout = self._expire(now)
+                    due = self._hand_over(now)
+                    if due is not None and (timeout is None or due < timeout):
+                        timeout = due
+                    self._supervisor_wakes_at = math.inf if timeout is None else now + timeout
                     busy = self._pending or any(w.jobs for w in self._workers)
                     done = (self._shutdown or self._broken is not None) and not busy
                 self._settle(settled)
