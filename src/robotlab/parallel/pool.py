@@ -584,15 +584,24 @@ class WorkerPool(Executor):
         else:
             self._short.discard(job.profile)
 
-    def _expected_end(self, worker: _Worker) -> float | None:
-        """When *worker*'s only job should end, if it is a job of consistent, known, not short run time."""
-        if len(worker.jobs) != 1 or worker.jobs[0].started is None:
+    def _hand_over_at(self, worker: _Worker) -> float | None:
+        """When to hand *worker* a queued job (monotonic), or None: not while it holds what it holds.
+
+        Half the lead before it should have done every job it holds, if they are all
+        of known, consistent, not short run time: a supervisor that wakes then finds
+        at most the lead left even when the estimate of the start was a little early.
+        With a job already handed over, that is the time to hand over the one after.
+        """
+        jobs = worker.jobs
+        if not jobs or jobs[0].started is None:
             return None
-        job = worker.jobs[0]
-        known = self._durations.get(job.profile)
-        if known is None or job.profile in self._short or known[1] > known[0] / 4:
-            return None
-        return job.started + known[0]
+        end = jobs[0].started
+        for job in jobs:
+            known = self._durations.get(job.profile)
+            if known is None or job.profile in self._short or known[1] > known[0] / 4:
+                return None
+            end += known[0]
+        return end - _HANDOVER_LEAD / 2
 
     def _may_end_within(self, job: _Job, seconds: float) -> bool:
         """Whether *job* may end within *seconds* from now, as far as run times learned so far tell."""
@@ -605,25 +614,25 @@ class WorkerPool(Executor):
         for worker in self._workers:
             if not self._pending:
                 return None
-            end = self._expected_end(worker)
-            if end is None or not self._can_queue(worker, self._pending[0], hand_over=True):
+            at = self._hand_over_at(worker)
+            if at is None or not self._can_queue(worker, self._pending[0], hand_over=True):
                 continue
-            due = end - _HANDOVER_LEAD - now
-            if due > 0:
-                nearest = due if nearest is None else min(nearest, due)
-                continue
-            job = self._pending.popleft()
-            if job.running or job.future.set_running_or_notify_cancel():  # False: the caller cancelled it
-                job.running = True
-                self._start(worker, job)
+            if len(worker.jobs) == 1 and at - now <= _HANDOVER_LEAD / 2:
+                job = self._pending.popleft()
+                if job.running or job.future.set_running_or_notify_cancel():  # False: the caller cancelled it
+                    job.running = True
+                    self._start(worker, job)
+            elif at > now:  # (past due with a job already handed over: the reply that ends the first comes first)
+                nearest = at - now if nearest is None else min(nearest, at - now)
         return nearest
 
     def _hand_over_sooner(self) -> bool:
         """Whether a hand-over is now due before the supervisor plans to wake (it must be woken)."""
         if not self._pending:
             return False
-        ends = [end for end in map(self._expected_end, self._workers) if end is not None]
-        return bool(ends) and min(ends) - _HANDOVER_LEAD < self._supervisor_wakes_at
+        job = self._pending[0]
+        return any(at is not None and at < self._supervisor_wakes_at and self._can_queue(w, job, hand_over=True)
+                   for w, at in ((w, self._hand_over_at(w)) for w in self._workers))
 
     def _worker_for(self, job: _Job) -> _Worker | None:
         """An idle worker, else the least loaded one whose pipe can hold *job* behind its jobs."""
