@@ -479,9 +479,10 @@ class WorkerPool(Executor):
             worker = None if self._pending else self._worker_for(job)
             if worker is None:
                 # Every worker is busy or starting: the next one that reports back takes this
-                # job; the supervisor needs waking only if it should hand it over before then.
+                # job; the supervisor needs waking only if it should hand it over before then
+                # (it planned with the jobs queued before this one, if there were any).
                 self._pending.append(job)
-                wake = self._hand_over_sooner()
+                wake = len(self._pending) == 1 and self._hand_over_sooner()
             else:
                 job.future.set_running_or_notify_cancel()  # a new future: nobody can have cancelled it
                 job.running = True
