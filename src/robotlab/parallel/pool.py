@@ -73,14 +73,15 @@ logger = logging.getLogger("robotlab.parallel")
 # on average so far wait in the pipe of a busy worker, up to _PIPELINE of them, so a
 # stream of tiny jobs never leaves a worker idle for a round trip through the parent.
 # Any other job (slow, or not yet measured) goes only to an idle worker: it never waits
-# behind another job while a worker is free, and jobs that wait for each other both run.
+# behind another job while a worker is free, and jobs that wait for each other both run
+# (the one exception, for jobs of consistent length, is _HANDOVER_LEAD below).
 _PIPELINE = 8
 _SHORT_JOB = 0.001  # seconds
-# A longer job is handed to a busy worker this long before that worker's running job is
-# expected to end, so the worker finds it waiting instead of idling for a round trip through
-# the parent (a wake-up on each side, 0.1-0.5 ms on a VM). Only when jobs of the running
-# job's kind take consistent times (see _learn_duration): one that overruns its estimate
-# holds up the job behind it, as ProcessPoolExecutor's one-ahead queue always may.
+# A queued job is handed to a busy worker when that worker's job is expected to end within
+# this time, so the worker finds it waiting instead of idling for a round trip through the
+# parent (a wake-up on each side, 0.1-0.5 ms on a VM). Only when jobs of the running job's
+# kind take consistent times (see _hand_over_at): one that overruns its estimate holds up
+# the job behind it, as ProcessPoolExecutor's one-ahead queue always may.
 _HANDOVER_LEAD = 0.002  # seconds
 # A caller reading its own result re-checks the pool this often: the pipe it waits on may have
 # been closed under it (an abandoned interpreter never writes, and poll() does not see a close).
@@ -585,6 +586,11 @@ class WorkerPool(Executor):
         else:
             self._short.discard(job.profile)
 
+    def _may_end_within(self, job: _Job, seconds: float) -> bool:
+        """Whether *job* may end within *seconds* from now, as far as run times learned so far tell."""
+        known, started = self._durations.get(job.profile), job.started
+        return known is None or started is None or started + known[0] - known[1] - time.monotonic() < seconds
+
     def _hand_over_at(self, worker: _Worker) -> float | None:
         """When to hand *worker* a queued job (monotonic), or None: not while it holds what it holds.
 
@@ -603,11 +609,6 @@ class WorkerPool(Executor):
                 return None
             end += known[0]
         return end - _HANDOVER_LEAD / 2
-
-    def _may_end_within(self, job: _Job, seconds: float) -> bool:
-        """Whether *job* may end within *seconds* from now, as far as run times learned so far tell."""
-        known, started = self._durations.get(job.profile), job.started
-        return known is None or started is None or started + known[0] - known[1] - time.monotonic() < seconds
 
     def _hand_over(self, now: float) -> float | None:
         """Give a queued job to each busy worker about to finish (see _HANDOVER_LEAD); seconds to the next."""
