@@ -620,10 +620,7 @@ class WorkerPool(Executor):
             if at is None or not self._can_queue(worker, self._pending[0], hand_over=True):
                 continue
             if len(worker.jobs) == 1 and at - now <= _HANDOVER_LEAD / 2:
-                job = self._pending.popleft()
-                if job.running or job.future.set_running_or_notify_cancel():  # False: the caller cancelled it
-                    job.running = True
-                    self._start(worker, job)
+                self._start_next(worker)
             elif at > now:  # (past due with a job already handed over: the reply that ends the first comes first)
                 nearest = at - now if nearest is None else min(nearest, at - now)
         return nearest
@@ -660,10 +657,14 @@ class WorkerPool(Executor):
     def _fill(self, worker: _Worker) -> None:
         """Hand queued jobs, in order, to *worker* while it can take them."""
         while self._pending and self._can_queue(worker, self._pending[0]):
-            job = self._pending.popleft()
-            if job.running or job.future.set_running_or_notify_cancel():  # False: the caller cancelled it
-                job.running = True
-                self._start(worker, job)
+            self._start_next(worker)
+
+    def _start_next(self, worker: _Worker) -> None:
+        """Send the first queued job to *worker*, unless its caller cancelled it meanwhile (then drop it)."""
+        job = self._pending.popleft()
+        if job.running or job.future.set_running_or_notify_cancel():  # False: the caller cancelled it
+            job.running = True
+            self._start(worker, job)
 
     def _fill_all(self) -> None:
         for worker in self._workers:
