@@ -9,9 +9,12 @@ Start-up, interleaved with the order rotated, median of the repetitions:
 - ``multiprocessing.Pool(2)``: construction until the first trivial result.
 
 One untimed round runs first, so the forkserver process (shared by all three)
-is already up. Memory: RSS and USS (``memory_full_info().uss``) of every worker
-of an idle pool after start-up. Workers re-import the ``__main__`` module, so
-this module imports only the standard library at the top.
+is already up. robotlab starts it, as in a program whose first pool is
+robotlab's, so it preloads robotlab's worker runtime (under a forkserver that
+other code started, robotlab's workers import the runtime after the fork).
+Memory: RSS and USS (``memory_full_info().uss``) of every worker of an idle
+pool after start-up. Workers re-import the ``__main__`` module, so this module
+imports only the standard library at the top.
 Run: ``python -m benchmarks.startup``.
 """
 
@@ -87,11 +90,11 @@ def main(quick: bool | None = None) -> dict:
     starters: dict[str, Callable[[], tuple[float, object, list[int]]]] = {
         RL: lambda: start_robotlab(0), RL2: lambda: start_robotlab(2), PPE: start_ppe, MP: start_mp_pool}
     samples: dict[str, list[float]] = {name: [] for name in starters}
-    for rep in range(-1, repeats):  # round -1 starts the shared forkserver and is not kept
+    for rep in range(repeats + 1):  # round 0 starts the shared forkserver (robotlab first) and is not kept
         for name in rotated(list(starters), rep):
             seconds, pool, _ = starters[name]()
             stop(pool)
-            if rep >= 0:
+            if rep > 0:
                 samples[name].append(seconds)
 
     idle: dict[str, dict[str, float]] = {}

@@ -8,6 +8,13 @@ import time
 
 from robotlab import Tool, ToolError, param
 
+IMPORTED_BY = os.getpid()  # which process imported this module: a forkserver that preloaded it, or the worker
+
+
+def imported_by():
+    """(the pid of the process that imported this module, this worker's parent pid, this worker's pid)."""
+    return IMPORTED_BY, os.getppid(), os.getpid()
+
 
 def add(a, b):
     return a + b

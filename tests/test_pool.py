@@ -448,6 +448,24 @@ def test_one_hundred_consecutive_crashes_and_the_pool_still_serves():
         assert len(supervised.worker_ids) == 2
 
 
+def test_the_forkserver_preloads_the_worker_runtime_and_keeps_the_users_preloads():
+    # A fresh interpreter, so that this pool is the first to start the forkserver.
+    code = (
+        "import multiprocessing as mp\n"
+        "from multiprocessing import forkserver\n"
+        "from robotlab.parallel import WorkerPool\n"
+        "mp.set_forkserver_preload(['tests.parallel_jobs'])\n"
+        "with WorkerPool(size=1) as pool:\n"
+        "    print(forkserver._forkserver._preload_modules)\n"
+        "    print(pool.submit('tests.parallel_jobs:imported_by').result(30))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent,
+                         capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
+    assert out[0] == "['tests.parallel_jobs', 'robotlab.parallel._worker']"
+    imported_in, forkserver_pid, worker_pid = eval(out[1])
+    assert imported_in == forkserver_pid != worker_pid  # the forkserver imported what it preloads, before forking
+
+
 def start_owner(mode: str) -> tuple[subprocess.Popen, list[int]]:
     owner = subprocess.Popen(
         [sys.executable, "-m", "tests.pool_owner", mode],
