@@ -4,7 +4,9 @@ All pools: 2 workers, forkserver, started and warmed up before timing.
 
 (a) round trip: one job submitted and waited at a time; median of per-call times. On CPython
     3.13+ also robotlab with subinterpreter workers, against its process backend in the same
-    run (elsewhere the run says it is left out).
+    run (elsewhere the run says it is left out), and, for reference, concurrent.futures'
+    ThreadPoolExecutor: a thread in the same interpreter, no crossing at all, so the least
+    that any design running jobs on another thread of this process pays.
 (b) batch: 10,000 jobs submitted one by one, then all collected.
 (c) map: 10,000 jobs through each pool's ``map`` with its default chunksize, plus
     ProcessPoolExecutor with the chunksize robotlab picks (about four chunks per worker).
@@ -23,7 +25,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 from benchmarks._backends import announce, published_name, subinterpreters_missing
 from benchmarks._jobs import noop
@@ -33,6 +35,7 @@ from robotlab.parallel import WorkerPool
 WORKERS = 2
 RL, PPE, MP = "robotlab WorkerPool", "ProcessPoolExecutor", "multiprocessing.Pool"
 RL_SUB = "robotlab WorkerPool (subinterpreter)"
+TPE = "ThreadPoolExecutor (reference)"
 
 
 def timed(run: Callable[[], object]) -> float:
@@ -60,6 +63,7 @@ def main(quick: bool | None = None) -> dict:
     ctx = multiprocessing.get_context("forkserver")
     robotlab, ppe, mp = WorkerPool(size=WORKERS), ProcessPoolExecutor(WORKERS, mp_context=ctx), ctx.Pool(WORKERS)
     subinterpreters = None if missing else WorkerPool(size=WORKERS, backend="subinterpreter")
+    threads = ThreadPoolExecutor(WORKERS)
     try:
         robotlab.wait_until_ready()
         for _ in range(2 * WORKERS):  # every worker started and has imported the job module
@@ -73,6 +77,9 @@ def main(quick: bool | None = None) -> dict:
             for _ in range(2 * WORKERS):
                 subinterpreters.submit(noop).result()
             one[RL_SUB] = lambda: subinterpreters.submit(noop).result()
+            for _ in range(2 * WORKERS):
+                threads.submit(noop).result()
+            one[TPE] = lambda: threads.submit(noop).result()
         per_call: dict[str, list[float]] = {name: [] for name in one}
         for block in range(blocks):
             for name in rotated(list(one), block):
@@ -92,6 +99,7 @@ def main(quick: bool | None = None) -> dict:
         robotlab.shutdown()
         if subinterpreters is not None:
             subinterpreters.shutdown()
+        threads.shutdown()
         ppe.shutdown()
         mp.close()
         mp.join()
@@ -117,6 +125,7 @@ def main(quick: bool | None = None) -> dict:
     }
     if missing is None:
         figures["ratios"]["round_trip_subinterpreter_to_process"] = rtt[RL_SUB] / rtt[RL]
+        figures["ratios"]["round_trip_thread_pool_executor_to_process"] = rtt[TPE] / rtt[RL]
     print(f"(a) round trip of one noop, median of {round_trips} calls")
     print_table(["contender", "median (us)", "vs robotlab"], [[n, t * 1e6, t / rtt[RL]] for n, t in rtt.items()])
     print(f"(b) {jobs} noop jobs submitted one by one, then collected; median of {repeats}")
@@ -132,6 +141,8 @@ def main(quick: bool | None = None) -> dict:
     if missing is None:
         check(figures, "subinterpreter_round_trip", ratios["round_trip_subinterpreter_to_process"], "<=", 0.5,
               "(a) robotlab subinterpreter / process round trip")
+        print(f"      reference: ThreadPoolExecutor / robotlab process round trip: "
+              f"{ratios['round_trip_thread_pool_executor_to_process']:.3g} (a thread, no interpreter crossing)")
     with_sub = missing is None
     publish(published_name("overhead", with_sub), figures, quick)
     bar_chart(published_name("overhead_round_trip", with_sub), "Round trip of one trivial job (median)",
