@@ -13,10 +13,12 @@ Worker-side module: standard library and robotlab's worker-side modules only.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from robotlab.hooks import Hook, HookRegistry
 from robotlab.parallel.boundary import freeze_deep, resolve
+
+if TYPE_CHECKING:  # a worker imports robotlab.hooks only once a job brings hooks: its start-up stays short
+    from robotlab.hooks import Hook, HookRegistry
 
 __all__ = ["WORKER_FAMILIES", "describe", "rebuild"]
 
@@ -68,6 +70,8 @@ def rebuild(description: Description | None) -> tuple[list[HookRegistry], tuple[
         return [], ()
     scope = _rebuilt.get(description)
     if scope is None:
+        from robotlab.hooks import HookRegistry
+
         levels, per_run = description
         registries = []
         for level in levels:
