@@ -24,6 +24,8 @@ from types import ModuleType
 import psutil
 import pytest
 
+import robotlab
+from robotlab.parallel.subinterpreter_backend import live_subinterpreters
 from tests import backends
 
 # The environment Ray's processes are started with; restored afterwards.
@@ -70,6 +72,12 @@ def start() -> ModuleType:
 
     if ray.is_initialized():
         raise RuntimeError("Ray is already initialised in the test process: the ray_cluster fixture must start it")
+    # Earlier tests may have left default subinterpreter pools (networks and robots share them); while any
+    # subinterpreter exists, the children Ray forks abort (see robotlab.parallel.subinterpreter_backend).
+    robotlab.shutdown_pool()
+    if live_subinterpreters():
+        raise RuntimeError(f"{live_subinterpreters()} subinterpreter(s) still exist: Ray cannot start beside them; "
+                           "a test before this one left a subinterpreter pool running")
     scratch = tempfile.mkdtemp(prefix="rl-ray-")  # short: Ray's socket paths live under it
     saved = {key: os.environ.get(key) for key in _ENV_KEYS}
     os.environ.update(ray_env(scratch))

@@ -23,6 +23,7 @@ import pytest
 from robotlab.errors import DependencyError
 from robotlab.parallel import WorkerPool
 from robotlab.parallel._worker import _FdChannel
+from robotlab.parallel.subinterpreter_backend import live_subinterpreters
 from tests import backends
 from tests import parallel_jobs as jobs
 
@@ -86,6 +87,38 @@ def test_ctrl_c_ends_the_process_while_subinterpreters_run_jobs():
         if owner.poll() is None:
             owner.kill()
             owner.wait()
+
+
+def test_live_subinterpreters_counts_a_pools_interpreters_until_it_shuts_down():
+    backends.use("subinterpreter")
+    before = live_subinterpreters()  # the module's shared pool, and whatever other tests left
+    with WorkerPool(size=2, backend="subinterpreter") as pool:
+        assert pool.wait_until_ready(30)
+        assert live_subinterpreters() == before + 2
+    assert live_subinterpreters() == before
+
+
+def test_a_local_ray_start_is_refused_while_subinterpreters_exist():
+    # While a subinterpreter exists, a child that runs Python after fork() aborts (CPython 3.13): a local
+    # Ray start would wait a minute for processes that died. A fresh process, so Ray is not yet initialised.
+    backends.use("subinterpreter")
+    backends.use("ray")
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import ray
+        from robotlab.errors import ConfigurationError
+        from robotlab.parallel import WorkerPool
+
+        with WorkerPool(size=1, backend="subinterpreter") as pool:
+            try:
+                WorkerPool(size=1, backend="ray")
+            except ConfigurationError as exc:
+                print(exc)
+            print("ray initialised:", ray.is_initialized())
+    """)], cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=60, check=True)
+    refusal, initialised = out.stdout.splitlines()
+    assert refusal.startswith("backend='ray' cannot start a local Ray instance while 1 subinterpreter(s) exist")
+    assert "robotlab.shutdown_pool()" in refusal and "ray.init(...) before" in refusal
+    assert initialised == "ray initialised: False"
 
 
 # -- the subinterpreter worker's end of its socket -------------------------------------------------

@@ -91,6 +91,7 @@ def connect(address: str | None) -> ModuleType:
                     "address=None to use the current connection, or call ray.shutdown() first")
             return ray
         if address is None:
+            _refuse_while_subinterpreters_live()
             logger.warning("backend='ray': no Ray connection in this process, so robotlab is starting a local Ray "
                            "instance (call ray.init(...) before creating the pool to use a cluster or other settings)")
             ray.init(include_dashboard=False)
@@ -102,6 +103,19 @@ def connect(address: str | None) -> ModuleType:
                 raise ConfigurationError(f"backend='ray' cannot connect to Ray at {address!r}: "
                                          f"{type(exc).__name__}: {exc}") from exc
         return ray
+
+
+def _refuse_while_subinterpreters_live() -> None:
+    """A local Ray start forks children that run Python first: with a subinterpreter alive they abort (3.13)."""
+    from robotlab.parallel.subinterpreter_backend import live_subinterpreters
+
+    count = live_subinterpreters()
+    if count:
+        raise ConfigurationError(
+            f"backend='ray' cannot start a local Ray instance while {count} subinterpreter(s) exist in this process: "
+            "a child forked while a subinterpreter exists aborts (CPython 3.13), and Ray starts its processes that "
+            "way. Shut the subinterpreter pools down first (robotlab.shutdown_pool() for the default ones), or "
+            "call ray.init(...) before creating them")
 
 
 def _current_gcs_address(ray: ModuleType) -> str | None:

@@ -14,7 +14,12 @@ What cannot be done in one process: a running interpreter cannot be killed.
 A timed-out job is *abandoned* (its future fails with ``JobTimeout``, a new
 interpreter takes its place, and the old one is dropped once the job returns
 by itself); code that crashes the interpreter (a segfault, ``os._exit``)
-takes the whole process down.
+takes the whole process down. And on CPython 3.13, while any subinterpreter
+exists, a child process that runs Python code after ``fork()`` aborts
+(``os.fork``, multiprocessing's "fork" start method, ``subprocess`` with
+``preexec_fn``, a local Ray start): :func:`live_subinterpreters` tells
+whether that is the case. Process workers are unaffected: forkserver and
+spawn start a fresh interpreter with ``exec``.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from robotlab.errors import DependencyError
 from robotlab.parallel import wire
 from robotlab.parallel.thread_backend import ThreadHosted
 
-__all__ = ["InterpreterWorker", "SubinterpreterBackend", "load_interpreters"]
+__all__ = ["InterpreterWorker", "SubinterpreterBackend", "live_subinterpreters", "load_interpreters"]
 
 INSTALL_HINT = "pip install 'robotlab[subinterpreters]'"
 
@@ -51,6 +56,12 @@ def load_interpreters() -> ModuleType:
         return interpreters
     raise DependencyError(f"backend='subinterpreter' needs CPython 3.13 or newer (this is {version}); "
                           f"on 3.13 {INSTALL_HINT}, or use backend='process'")
+
+
+def live_subinterpreters() -> int:
+    """How many interpreters besides the main one exist in this process (made through PEP 734's module)."""
+    low_level = sys.modules.get("_interpreters")  # not imported: none was ever made
+    return 0 if low_level is None else len(low_level.list_all()) - 1
 
 
 class InterpreterWorker(ThreadHosted):
