@@ -12,6 +12,7 @@ from benchmarks import _backends, _report, boundary, fanout, overhead, robot_fan
 
 RL, PPE, MP = "robotlab WorkerPool", "ProcessPoolExecutor", "multiprocessing.Pool"
 RL_SUB = "robotlab WorkerPool (subinterpreter)"
+TPE = "ThreadPoolExecutor (reference)"
 # The subinterpreter contenders run where this interpreter can run them, and only there.
 SUBINTERPRETERS = _backends.subinterpreters_missing() is None
 
@@ -73,15 +74,16 @@ def test_overhead_quick(capsys):
     check_figures(figures, "overhead", {"round_trip_median_s", "batch_median_s", "map_median_s", "ratios",
                                         "map_chunksize_robotlab"},
                   {"round_trip", "batch", "map"} | ({"subinterpreter_round_trip"} if SUBINTERPRETERS else set()))
-    assert figures["round_trip_median_s"].keys() == {RL, PPE, MP} | ({RL_SUB} if SUBINTERPRETERS else set())
+    assert figures["round_trip_median_s"].keys() == {RL, PPE, MP} | ({RL_SUB, TPE} if SUBINTERPRETERS else set())
     assert figures["batch_median_s"].keys() == {RL, PPE, MP}
     chunksize = figures["map_chunksize_robotlab"]
     assert figures["map_median_s"].keys() == {RL, MP, f"{PPE} (chunksize=1)", f"{PPE} (chunksize={chunksize})"}
     assert figures["ratios"].keys() == {
         "round_trip_robotlab_to_ppe", "round_trip_robotlab_to_mp_pool", "batch_robotlab_to_ppe",
         "batch_robotlab_to_mp_pool", "map_robotlab_to_mp_pool", "map_robotlab_to_ppe_chunksize_1",
-        "map_robotlab_to_ppe_same_chunksize"} | ({"round_trip_subinterpreter_to_process"} if SUBINTERPRETERS
-                                                 else set())
+        "map_robotlab_to_ppe_same_chunksize"} | (
+            {"round_trip_subinterpreter_to_process", "round_trip_thread_pool_executor_to_process"} if SUBINTERPRETERS
+            else set())
     says_whether_subinterpreters_ran(figures, capsys.readouterr().out)
 
 
