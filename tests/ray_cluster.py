@@ -75,8 +75,8 @@ def start() -> ModuleType:
     # Earlier tests may have left default subinterpreter pools (networks and robots share them); while any
     # subinterpreter exists, the children Ray forks abort (see robotlab.parallel.subinterpreter_backend).
     robotlab.shutdown_pool()
-    if live_subinterpreters():
-        raise RuntimeError(f"{live_subinterpreters()} subinterpreter(s) still exist: Ray cannot start beside them; "
+    if count := live_subinterpreters():
+        raise RuntimeError(f"{count} subinterpreter(s) still exist: Ray cannot start beside them; "
                            "a test before this one left a subinterpreter pool running")
     scratch = tempfile.mkdtemp(prefix="rl-ray-")  # short: Ray's socket paths live under it
     saved = {key: os.environ.get(key) for key in _ENV_KEYS}

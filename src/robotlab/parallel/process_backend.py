@@ -7,7 +7,7 @@ the middle of a job.
 
 Under forkserver the worker runtime is added to the forkserver's preload
 list, so the forkserver imports it once and every worker forks with it
-loaded: a 2-worker pool is ready in about 10 ms instead of 90 (the import
+loaded: a 2-worker pool is ready in about 20 ms instead of 90 (the import
 after each fork). This takes effect only if the forkserver starts after the
 first pool is made; one that other code started earlier serves workers that
 import the runtime themselves, as before.

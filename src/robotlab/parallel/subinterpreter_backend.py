@@ -59,7 +59,14 @@ def load_interpreters() -> ModuleType:
 
 
 def live_subinterpreters() -> int:
-    """How many interpreters besides the main one exist in this process (made through PEP 734's module)."""
+    """How many interpreters besides the main one exist in this process (made through PEP 734's module).
+
+    >>> from robotlab.parallel import WorkerPool
+    >>> from robotlab.parallel.subinterpreter_backend import live_subinterpreters
+    >>> with WorkerPool(size=2, backend="subinterpreter"):   # doctest: +SKIP
+    ...     live_subinterpreters()
+    2
+    """
     low_level = sys.modules.get("_interpreters")  # not imported: none was ever made
     return 0 if low_level is None else len(low_level.list_all()) - 1
 
