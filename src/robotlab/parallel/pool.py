@@ -610,28 +610,28 @@ class WorkerPool(Executor):
             end += known[0]
         return end - _HANDOVER_LEAD / 2
 
+    def _hand_over_times(self) -> Iterator[tuple[_Worker, float]]:
+        """Each worker that may take the first queued job behind its jobs, with when to hand it over."""
+        for worker in self._workers:
+            if not self._pending:
+                return
+            at = self._hand_over_at(worker)
+            if at is not None and self._can_queue(worker, self._pending[0], hand_over=True):
+                yield worker, at
+
     def _hand_over(self, now: float) -> float | None:
         """Give a queued job to each busy worker about to finish (see _HANDOVER_LEAD); seconds to the next."""
         nearest = None
-        for worker in self._workers:
-            if not self._pending:
-                return None
-            at = self._hand_over_at(worker)
-            if at is None or not self._can_queue(worker, self._pending[0], hand_over=True):
-                continue
+        for worker, at in self._hand_over_times():
             if len(worker.jobs) == 1 and at - now <= _HANDOVER_LEAD / 2:
                 self._start_next(worker)
             elif at > now:  # (past due with a job already handed over: the reply that ends the first comes first)
                 nearest = at - now if nearest is None else min(nearest, at - now)
-        return nearest
+        return nearest if self._pending else None
 
     def _hand_over_sooner(self) -> bool:
         """Whether a hand-over is now due before the supervisor plans to wake (it must be woken)."""
-        if not self._pending:
-            return False
-        job = self._pending[0]
-        return any(at is not None and at < self._supervisor_wakes_at and self._can_queue(w, job, hand_over=True)
-                   for w, at in ((w, self._hand_over_at(w)) for w in self._workers))
+        return any(at < self._supervisor_wakes_at for _, at in self._hand_over_times())
 
     def _worker_for(self, job: _Job) -> _Worker | None:
         """An idle worker, else the least loaded one whose pipe can hold *job* behind its jobs."""
