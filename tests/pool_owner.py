@@ -1,9 +1,11 @@
 """A process that owns a WorkerPool, for the Ctrl-C and parent-death tests.
 
-Run as ``python -m tests.pool_owner with|bare``: it starts two workers on long
-jobs, prints ``ready``, and waits on a result until a signal ends it.
+Run as ``python -m tests.pool_owner with|bare [BACKEND]``: it starts two
+workers (``process`` unless BACKEND says otherwise) on long jobs, prints
+``ready``, and waits on a result until a signal ends it.
 """
 
+import signal
 import sys
 
 from robotlab.parallel import WorkerPool
@@ -18,8 +20,13 @@ def serve(pool: WorkerPool) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "with":
-        with WorkerPool(size=2) as owned:
+    # Python leaves SIGINT ignored when it starts with it ignored, as every process started from a
+    # background job of a non-interactive shell does (a CI runner, `make test &`): Ctrl-C in a terminal
+    # reaches a foreground job, which has the default, so this process has it too.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    mode, backend = sys.argv[1], (sys.argv[2:] or ["process"])[0]
+    if mode == "with":
+        with WorkerPool(size=2, backend=backend) as owned:
             serve(owned)
     else:  # no with block: only the interpreter-exit cleanup stands between Ctrl-C and orphans
-        serve(WorkerPool(size=2))
+        serve(WorkerPool(size=2, backend=backend))

@@ -61,16 +61,7 @@ def test_a_module_that_refuses_subinterpreters_fails_the_job_not_the_worker(pool
 def test_ctrl_c_ends_the_process_while_subinterpreters_run_jobs():
     backends.use("subinterpreter")
     owner = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent("""
-            from robotlab.parallel import WorkerPool
-            from tests import parallel_jobs as jobs
-
-            with WorkerPool(size=2, backend="subinterpreter") as pool:
-                futures = [pool.submit(jobs.sleep, 60) for _ in range(4)]
-                pool.wait_until_ready(30)
-                print("ready", flush=True)
-                futures[0].result()
-        """)],
+        [sys.executable, "-m", "tests.pool_owner", "with", "subinterpreter"],
         cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,
     )
