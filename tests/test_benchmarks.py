@@ -82,8 +82,14 @@ def test_overhead_quick(capsys):
         "round_trip_robotlab_to_ppe", "round_trip_robotlab_to_mp_pool", "batch_robotlab_to_ppe",
         "batch_robotlab_to_mp_pool", "map_robotlab_to_mp_pool", "map_robotlab_to_ppe_chunksize_1",
         "map_robotlab_to_ppe_same_chunksize"} | (
-            {"round_trip_subinterpreter_to_process", "round_trip_thread_pool_executor_to_process"} if SUBINTERPRETERS
-            else set())
+            {"round_trip_subinterpreter_to_process", "round_trip_thread_pool_executor_to_process",
+             "transport_floor_subinterpreter_to_process", "transport_floor_subinterpreter_to_polling_process"}
+            if SUBINTERPRETERS else set())
+    # (d), the bare echo round trips under (a), runs only beside the subinterpreter contender.
+    assert ("transport_floor_median_s" in figures) is SUBINTERPRETERS
+    if SUBINTERPRETERS:
+        assert figures["transport_floor_median_s"].keys() == {overhead.ECHO_SUB, overhead.ECHO_PROC,
+                                                              overhead.ECHO_PROC_POLLS}
     says_whether_subinterpreters_ran(figures, capsys.readouterr().out)
 
 
