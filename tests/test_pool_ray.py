@@ -188,6 +188,32 @@ def test_a_connection_without_the_workers_token_is_refused(pool, caplog):
     assert pool.submit(jobs.add, 2, 2).result(30) == 4
 
 
+JOINS_BESIDE_SUBINTERPRETERS = textwrap.dedent("""
+    import sys
+    from robotlab.parallel import WorkerPool
+    from tests import parallel_jobs as jobs
+    with WorkerPool(size=2, backend="subinterpreter") as interpreters:
+        print("result", interpreters.submit(jobs.add, 1, 2).result(60), flush=True)
+        with WorkerPool(size=1, backend="ray", address=sys.argv[1]) as actors:
+            print("result", actors.submit(jobs.add, 3, 4).result(120), flush=True)
+            print("result", interpreters.submit(jobs.add, 5, 6).result(60), flush=True)
+""")
+
+
+def test_a_running_cluster_is_joined_beside_live_subinterpreters(ray_cluster):
+    # Only starting a local Ray forks children (refused while subinterpreters exist, see
+    # test_pool_subinterpreter.py); connecting to a running cluster starts no process here.
+    backends.use("subinterpreter")
+    address = ray_cluster.get_runtime_context().gcs_address
+    run = subprocess.run([sys.executable, "-c", JOINS_BESIDE_SUBINTERPRETERS, address], check=False, cwd=ROOT,
+                         capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr
+    # Ray forwards its cluster's log lines to a driver's stdout too.
+    assert [line for line in run.stdout.splitlines() if line.startswith("result ")] == [
+        "result 3", "result 7", "result 11"]
+    assert "Fatal Python error" not in run.stderr
+
+
 # -- owning processes: a local Ray started by robotlab, and nothing left behind ------------------
 
 OWNER = textwrap.dedent("""
