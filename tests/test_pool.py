@@ -466,7 +466,7 @@ def test_the_forkserver_preloads_the_worker_runtime_and_keeps_the_users_preloads
     assert imported_in == forkserver_pid != worker_pid  # the forkserver imported what it preloads, before forking
 
 
-def start_owner(mode: str) -> tuple[subprocess.Popen, list[int]]:
+def start_owner(mode: str, scratch: Path) -> tuple[subprocess.Popen, list[int]]:
     owner = subprocess.Popen(
         [sys.executable, "-m", "tests.pool_owner", mode],
         cwd=Path(__file__).resolve().parent.parent,
@@ -474,6 +474,8 @@ def start_owner(mode: str) -> tuple[subprocess.Popen, list[int]]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
+        # A killed owner cannot remove multiprocessing's temporary folder: keep it out of /tmp.
+        env={**os.environ, "TMPDIR": str(scratch)},
     )
     assert owner.stdout.readline().strip() == "ready", owner.stderr.read()
     descendants = [p.pid for p in psutil.Process(owner.pid).children(recursive=True)]
@@ -484,8 +486,8 @@ def start_owner(mode: str) -> tuple[subprocess.Popen, list[int]]:
 # Process only: checks for orphaned worker processes (see test_pool_subinterpreter.py for Ctrl-C there,
 # and test_pool_ray.py for a killed owner of Ray workers: Ray's own processes, not the owner's, host them).
 @pytest.mark.parametrize("mode", ["with", "bare"])
-def test_ctrl_c_in_the_parent_ends_every_worker(mode):
-    owner, descendants = start_owner(mode)
+def test_ctrl_c_in_the_parent_ends_every_worker(mode, tmp_path):
+    owner, descendants = start_owner(mode, tmp_path)
     os.killpg(owner.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole group
     assert owner.wait(30) != 0
     assert "KeyboardInterrupt" in owner.stderr.read()
@@ -493,8 +495,8 @@ def test_ctrl_c_in_the_parent_ends_every_worker(mode):
 
 
 # Process only: subinterpreters are part of the parent process and die with it.
-def test_workers_exit_by_themselves_when_the_parent_dies():
-    owner, descendants = start_owner("with")
+def test_workers_exit_by_themselves_when_the_parent_dies(tmp_path):
+    owner, descendants = start_owner("with", tmp_path)
     owner.kill()  # SIGKILL: no cleanup code runs in the parent
     owner.wait(30)
     assert gone(descendants), f"left behind: {descendants}"

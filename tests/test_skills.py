@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -761,9 +762,10 @@ def test_skills_are_exported_lazily_and_robots_without_skills_do_not_load_them()
     "module",
     ["front_matter", "capabilities", "script_tool", "timeout_executor", "bundle", "catalog", "__init__"],
 )
-def test_module_docstring_examples_run(module):
+def test_module_docstring_examples_run(module, tmp_path, monkeypatch):
     import importlib
 
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the examples' temporary files go here
     name = "robotlab.skills" if module == "__init__" else f"robotlab.skills.{module}"
     failures, _ = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert failures == 0
