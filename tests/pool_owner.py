@@ -1,15 +1,37 @@
 """A process that owns a WorkerPool, for the Ctrl-C and parent-death tests.
 
-Run as ``python -m tests.pool_owner with|bare [BACKEND]``: it starts two
-workers (``process`` unless BACKEND says otherwise) on long jobs, prints
-``ready``, and waits on a result until a signal ends it.
+Started by :func:`launch` (``python -m tests.pool_owner with|bare BACKEND``):
+it starts two workers of BACKEND on long jobs, prints ``ready``, and waits on a result until a
+signal ends it.
 """
 
+import os
 import signal
+import subprocess
 import sys
+from pathlib import Path
 
 from robotlab.parallel import WorkerPool
 from tests import parallel_jobs as jobs
+
+
+def launch(mode: str, scratch: Path, backend: str = "process") -> subprocess.Popen:
+    """Start an owner in its own process group, as a terminal's foreground job, and wait until it is ready."""
+    owner = subprocess.Popen(
+        [sys.executable, "-m", "tests.pool_owner", mode, backend],
+        cwd=Path(__file__).resolve().parent.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        # A killed owner cannot remove multiprocessing's temporary folder: keep it out of /tmp.
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
+    ready = owner.stdout.readline().strip() == "ready"
+    if not ready:
+        owner.kill()
+    assert ready, owner.stderr.read()
+    return owner
 
 
 def serve(pool: WorkerPool) -> None:
@@ -24,7 +46,7 @@ if __name__ == "__main__":
     # background job of a non-interactive shell does (a CI runner, `make test &`): Ctrl-C in a terminal
     # reaches a foreground job, which has the default, so this process has it too.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    mode, backend = sys.argv[1], (sys.argv[2:] or ["process"])[0]
+    mode, backend = sys.argv[1], sys.argv[2]
     if mode == "with":
         with WorkerPool(size=2, backend=backend) as owned:
             serve(owned)

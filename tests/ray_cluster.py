@@ -42,6 +42,17 @@ def ray_env(scratch: str) -> dict[str, str]:
     return {"RAY_TMPDIR": scratch, "RAY_AUTH_TOKEN": secrets.token_hex(32)}
 
 
+@contextlib.contextmanager
+def child_ray_env() -> Iterator[dict[str, str]]:
+    """This process's environment for a child that may start a local Ray: its files in a short scratch folder
+    (Ray's socket paths must stay under 108 bytes), deleted afterwards, and its token not in ``~/.ray``."""
+    scratch = tempfile.mkdtemp(prefix="rl-ray-")
+    try:
+        yield {**os.environ, **ray_env(scratch)}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def descendants() -> set[int]:
     """PIDs of every live descendant of this process."""
     return {p.pid for p in psutil.Process().children(recursive=True)}

@@ -1,31 +1,22 @@
 """Every example in examples/ runs offline and prints what its docstring promises."""
 
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.ray_cluster import ray_env
+from tests.ray_cluster import child_ray_env
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs(path):
-    # The Ray example starts a local Ray: its session files go to a short scratch folder (Ray's socket
-    # paths must stay under 108 bytes) and its auth token comes from the environment, so the run writes
-    # nothing to /tmp/ray or ~/.ray.
-    scratch = tempfile.mkdtemp(prefix="rl-ray-")
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **ray_env(scratch)}
-    try:
-        out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=60,
-                             check=False)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    # The Ray example starts a local Ray: so that it writes nothing to /tmp/ray or ~/.ray.
+    with child_ray_env() as env:
+        out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60, check=False,
+                             env={**env, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip()
 

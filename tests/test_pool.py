@@ -37,6 +37,7 @@ from robotlab.parallel import WorkerPool
 from robotlab.parallel import pool as pool_module
 from robotlab.parallel.pool import RemoteTraceback
 from tests import parallel_jobs as jobs
+from tests import pool_owner
 from tests.backends import BACKENDS, gone, live_in_process_workers, workers_gone
 
 # Backends whose workers are processes of their own, so a job may crash or kill one without ending this one.
@@ -467,17 +468,7 @@ def test_the_forkserver_preloads_the_worker_runtime_and_keeps_the_users_preloads
 
 
 def start_owner(mode: str, scratch: Path) -> tuple[subprocess.Popen, list[int]]:
-    owner = subprocess.Popen(
-        [sys.executable, "-m", "tests.pool_owner", mode],
-        cwd=Path(__file__).resolve().parent.parent,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own process group, as a terminal's foreground job
-        # A killed owner cannot remove multiprocessing's temporary folder: keep it out of /tmp.
-        env={**os.environ, "TMPDIR": str(scratch)},
-    )
-    assert owner.stdout.readline().strip() == "ready", owner.stderr.read()
+    owner = pool_owner.launch(mode, scratch)
     descendants = [p.pid for p in psutil.Process(owner.pid).children(recursive=True)]
     assert len(descendants) >= 2  # the two workers (and the forkserver)
     return owner, descendants

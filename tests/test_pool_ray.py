@@ -15,12 +15,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -35,7 +33,7 @@ from robotlab.parallel import WorkerPool
 from robotlab.parallel._ray_worker import PROTOCOL, send_frame
 from tests import backends, hook_jobs
 from tests import parallel_jobs as jobs
-from tests.ray_cluster import ray_env, wait_gone
+from tests.ray_cluster import child_ray_env, wait_gone
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -228,18 +226,17 @@ OWNER = textwrap.dedent("""
 
 
 @pytest.fixture
-def scratch() -> Iterator[str]:
-    """A short temporary folder for a Ray instance's files (its socket paths must stay under 108 bytes)."""
-    backends.use("ray")  # the owner scripts that use it import Ray
-    folder = tempfile.mkdtemp(prefix="rl-ray-")
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+def owner_env() -> Iterator[dict[str, str]]:
+    """The environment of an owner script, which starts a local Ray (see ``child_ray_env``)."""
+    backends.use("ray")  # the owner scripts import Ray
+    with child_ray_env() as env:
+        yield env
 
 
-def run_owner(scratch: str) -> tuple[subprocess.Popen, dict[int, str]]:
+def run_owner(env: dict[str, str]) -> tuple[subprocess.Popen, dict[int, str]]:
     """Start a script that creates a Ray pool without ray.init; return it and its process tree (pid: title)."""
     owner = subprocess.Popen([sys.executable, "-c", OWNER], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env={**os.environ, **ray_env(scratch)})
+                             stderr=subprocess.PIPE, text=True, env=env)
     assert owner.stdout.readline().strip() == "3", owner.stderr.read()
     tree = {}
     for process in psutil.Process(owner.pid).children(recursive=True):
@@ -251,8 +248,8 @@ def run_owner(scratch: str) -> tuple[subprocess.Popen, dict[int, str]]:
     return owner, tree
 
 
-def test_without_ray_init_robotlab_starts_a_local_ray_says_so_and_leaves_no_process(scratch):
-    owner, tree = run_owner(scratch)
+def test_without_ray_init_robotlab_starts_a_local_ray_says_so_and_leaves_no_process(owner_env):
+    owner, tree = run_owner(owner_env)
     owner.stdin.write("\n")
     owner.stdin.flush()
     assert owner.wait(120) == 0
@@ -261,8 +258,8 @@ def test_without_ray_init_robotlab_starts_a_local_ray_says_so_and_leaves_no_proc
     assert not wait_gone(set(tree)), "Ray processes outlived their owner"
 
 
-def test_a_killed_owner_leaves_no_worker_actor_and_no_ray_core_process(scratch):
-    owner, tree = run_owner(scratch)
+def test_a_killed_owner_leaves_no_worker_actor_and_no_ray_core_process(owner_env):
+    owner, tree = run_owner(owner_env)
     owner.kill()  # SIGKILL: no atexit, no ray.shutdown
     owner.wait(30)
     core = {pid for pid, title in tree.items()

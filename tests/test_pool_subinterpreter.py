@@ -24,7 +24,7 @@ from robotlab.errors import DependencyError
 from robotlab.parallel import WorkerPool
 from robotlab.parallel._worker import _FdChannel
 from robotlab.parallel.subinterpreter_backend import live_subinterpreters
-from tests import backends
+from tests import backends, pool_owner
 from tests import parallel_jobs as jobs
 
 
@@ -58,15 +58,10 @@ def test_a_module_that_refuses_subinterpreters_fails_the_job_not_the_worker(pool
     assert pool.worker_ids == ids
 
 
-def test_ctrl_c_ends_the_process_while_subinterpreters_run_jobs():
+def test_ctrl_c_ends_the_process_while_subinterpreters_run_jobs(tmp_path):
     backends.use("subinterpreter")
-    owner = subprocess.Popen(
-        [sys.executable, "-m", "tests.pool_owner", "with", "subinterpreter"],
-        cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )
+    owner = pool_owner.launch("with", tmp_path, "subinterpreter")
     try:
-        assert owner.stdout.readline().strip() == "ready", owner.stderr.read()
         os.killpg(owner.pid, signal.SIGINT)
         # Running interpreters cannot be stopped: the pool gives them two seconds, then the
         # process exits without them (no hang until the 60 s jobs end, no crash at exit).
