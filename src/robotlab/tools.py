@@ -34,6 +34,7 @@ and ``hooks``.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import re
@@ -46,6 +47,7 @@ from typing import Any, ClassVar
 
 from robotlab.errors import ConfigurationError, ToolError, ToolNotFoundError, retryable
 from robotlab.hooks import ExtensionState, Hooks, ToolCallHookContext, current_hook_scope, global_hooks
+from robotlab.sync_bridge import run_sync
 
 __all__ = ["Param", "Tool", "ToolManifest", "param", "tool"]
 
@@ -228,6 +230,11 @@ class Tool:
         text = f"Error ({self.name}): {exc}"
         return f"{text} (retryable)" if retryable(exc) else text
 
+    @property
+    def is_async(self) -> bool:
+        """Whether ``execute`` is an ``async def`` (awaited in async runs, run on an event loop otherwise)."""
+        return inspect.iscoroutinefunction(self.execute)
+
     def call(self, args: Mapping[str, Any] | None = None, *, raise_on_error: bool | None = None,
              metadata: ExtensionState | None = None) -> Any:
         """Validate, fire the ``tool_call`` hook family around ``execute``, and return the result.
@@ -238,31 +245,67 @@ class Tool:
         instead. Hooks come from the current hook scope, or the global and robot
         registries when there is none. *metadata* becomes the hook context's
         ``ctx.metadata`` (worker pools pass one to send what hooks record back).
+        An ``async def execute`` runs to completion on an event loop of its own.
         """
-        args = dict(args or {})
-        raising = self.raise_on_error if raise_on_error is None else raise_on_error
-        ctx = ToolCallHookContext(tool=self, tool_args=args, robot=self.robot, metadata=metadata)
-        scope = current_hook_scope()
-        if scope is not None:
-            registries, per_run = list(scope.registries), scope.per_run_hooks
-        else:
-            registries, per_run = [global_hooks(), getattr(self.robot, "hooks", None)], None
+        if self.is_async:
+            return run_sync(lambda: self.acall(args, raise_on_error=raise_on_error, metadata=metadata))
+        ctx, registries, per_run, raising = self._call_context(args, raise_on_error, metadata)
 
         def body() -> Any:
             try:
-                ctx.tool_result = self.execute(**self.validate(args))
+                ctx.tool_result = self.execute(**self.validate(ctx.tool_args))
             except Exception as exc:
-                ctx.tool_error = exc
-                if raising:
-                    raise
-                if not isinstance(exc, ToolError):
-                    logger.warning("tool %s raised %s: %s", self.name, type(exc).__name__, exc, exc_info=True)
-                ctx.tool_result = self.format_error(exc)
+                self._failed(ctx, exc, raising)
             return ctx.tool_result
 
         returned = Hooks.run("tool_call", ctx, registries, per_run, body)
         # An around hook may block the call by setting ctx.tool_result without calling the block.
         return ctx.tool_result if ctx.tool_result is not None else returned
+
+    async def acall(self, args: Mapping[str, Any] | None = None, *, raise_on_error: bool | None = None,
+                    metadata: ExtensionState | None = None) -> Any:
+        """:meth:`call` for async runs: an ``async def execute`` is awaited, a sync one runs on a helper thread.
+
+        A tool that raises, times out (``asyncio.TimeoutError``) or is cancelled by
+        its own code fails as a sync tool does; cancelling the caller cancels it.
+        """
+        ctx, registries, per_run, raising = self._call_context(args, raise_on_error, metadata)
+
+        async def body() -> Any:
+            try:
+                validated = self.validate(ctx.tool_args)
+                if self.is_async:
+                    ctx.tool_result = await self.execute(**validated)
+                else:
+                    ctx.tool_result = await asyncio.to_thread(self.execute, **validated)
+            except asyncio.CancelledError as exc:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # the caller cancelled the run: not the tool's failure
+                self._failed(ctx, ToolError(f"cancelled: {exc}" if str(exc) else "cancelled"), raising)
+            except Exception as exc:
+                self._failed(ctx, exc, raising)
+            return ctx.tool_result
+
+        returned = await Hooks.arun("tool_call", ctx, registries, per_run, body)
+        return ctx.tool_result if ctx.tool_result is not None else returned
+
+    def _call_context(self, args: Mapping[str, Any] | None, raise_on_error: bool | None,
+                      metadata: ExtensionState | None) -> tuple[ToolCallHookContext, list[Any], Any, bool]:
+        raising = self.raise_on_error if raise_on_error is None else raise_on_error
+        ctx = ToolCallHookContext(tool=self, tool_args=dict(args or {}), robot=self.robot, metadata=metadata)
+        scope = current_hook_scope()
+        if scope is not None:
+            return ctx, list(scope.registries), scope.per_run_hooks, raising
+        return ctx, [global_hooks(), getattr(self.robot, "hooks", None)], None, raising
+
+    def _failed(self, ctx: ToolCallHookContext, exc: Exception, raising: bool) -> None:
+        ctx.tool_error = exc
+        if raising:
+            raise exc
+        if not isinstance(exc, ToolError):
+            logger.warning("tool %s raised %s: %s", self.name, type(exc).__name__, exc, exc_info=exc)
+        ctx.tool_result = self.format_error(exc)
 
 
 class FunctionTool(Tool):
@@ -274,6 +317,15 @@ class FunctionTool(Tool):
         return type(self).fn(**kwargs)
 
 
+class AsyncFunctionTool(Tool):
+    """A tool made by :func:`tool` from an ``async def`` function."""
+
+    fn: ClassVar[Callable[..., Any]]
+
+    async def execute(self, **kwargs: Any) -> Any:
+        return await type(self).fn(**kwargs)
+
+
 def tool(
     fn: Callable[..., Any] | None = None,
     *,
@@ -282,6 +334,8 @@ def tool(
     parallel_safe: bool = False,
 ) -> Any:
     """Turn a typed function into a Tool class (``@tool`` or ``@tool(parallel_safe=True)``).
+
+    ``async def`` functions work too: async runs await them, sync calls run them on an event loop.
 
     The class keeps the function's module and name, so it crosses to workers by
     import path; the function stays reachable as ``.fn``.
@@ -306,7 +360,8 @@ def tool(
             "__qualname__": func.__qualname__,
             "__doc__": func.__doc__,
         }
-        return type(func.__name__, (FunctionTool,), attrs)
+        base = AsyncFunctionTool if inspect.iscoroutinefunction(func) else FunctionTool
+        return type(func.__name__, (base,), attrs)
 
     return wrap(fn) if fn is not None else wrap
 

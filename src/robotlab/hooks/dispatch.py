@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from robotlab.hooks.hook import Hook
@@ -47,6 +49,34 @@ class Hooks:
         try:
             Hooks.call(f"before_{family}", ctx, registries, per_run_hooks)
             result = Hooks.around(f"around_{family}", ctx, registries, per_run_hooks, body)
+            Hooks.set_result(ctx, family, result)
+            Hooks.call(f"after_{family}", ctx, registries, per_run_hooks)
+            return result
+        except BaseException as exc:
+            if hasattr(ctx, "error"):
+                ctx.error = exc
+            Hooks.call_all(Hooks.error_registrations(family, registries, per_run_hooks), "on_error", ctx)
+            raise
+
+    @staticmethod
+    async def arun(
+        family: str,
+        ctx: Any,
+        registries: Registries,
+        per_run_hooks: PerRun,
+        body: Callable[[], Awaitable[Any]],
+    ) -> Any:
+        """:meth:`run` for an async *body*: the same order, contexts and error handling.
+
+        ``before``/``after`` handlers are plain calls. An ``async def`` around
+        handler is awaited and its ``block()`` returns an awaitable; a sync around
+        handler runs on a helper thread, where its ``block()`` waits for the rest
+        of the chain on this event loop.
+        """
+        try:
+            Hooks.call(f"before_{family}", ctx, registries, per_run_hooks)
+            chain = Hooks.registrations(f"around_{family}", registries, per_run_hooks)
+            result = await _around_async(chain, f"around_{family}", ctx, body)
             Hooks.set_result(ctx, family, result)
             Hooks.call(f"after_{family}", ctx, registries, per_run_hooks)
             return result
@@ -127,3 +157,30 @@ class Hooks:
 
 def _link(registration: Registration, hook_name: str, ctx: Any, inner: Callable[[], Any]) -> Callable[[], Any]:
     return lambda: Hooks.call_registration(registration, hook_name, ctx, inner)
+
+
+async def _around_async(
+    chain: Sequence[Registration], hook_name: str, ctx: Any, body: Callable[[], Awaitable[Any]]
+) -> Any:
+    if not chain:
+        return await body()
+    registration, rest = chain[0], chain[1:]
+
+    def inner() -> Awaitable[Any]:
+        return _around_async(rest, hook_name, ctx, body)
+
+    handler = getattr(registration.handler_class, hook_name, None)
+    if not registration.handler_class.implements(hook_name):
+        return await inner()
+    if inspect.iscoroutinefunction(handler):
+        namespace = registration.namespace
+        if registration.context:
+            ctx.ext(namespace).merge_defaults(registration.context)
+        with ctx.with_namespace(namespace):
+            return await handler(ctx, inner)
+    loop = asyncio.get_running_loop()
+
+    def block() -> Any:  # on the helper thread: the rest of the chain runs on the loop
+        return asyncio.run_coroutine_threadsafe(inner(), loop).result()
+
+    return await asyncio.to_thread(Hooks.call_registration, registration, hook_name, ctx, block)

@@ -49,6 +49,48 @@ class LiteLLMModel:
 
     def complete(self, request: LlmRequest) -> LlmReply:
         litellm = _litellm()
+        kwargs, prices = self._kwargs(request)
+        try:
+            response = litellm.completion(**kwargs)
+        except Exception as exc:
+            raise self._failure(exc) from exc
+        return self._reply(litellm, response, prices)
+
+    async def acomplete(self, request: LlmRequest, on_delta: Any = None) -> LlmReply:
+        """``litellm.acompletion``; with *on_delta*, ``stream=True`` and a delta per chunk.
+
+        The streamed chunks are assembled with ``litellm.stream_chunk_builder``,
+        so the reply (tool calls, usage, cost) is the one a non-streamed call gives.
+        """
+        litellm = _litellm()
+        kwargs, prices = self._kwargs(request)
+        try:
+            if on_delta is None:
+                response = await litellm.acompletion(**kwargs)
+            else:
+                response = await self._stream(litellm, kwargs, on_delta)
+        except Exception as exc:
+            raise self._failure(exc) from exc
+        return self._reply(litellm, response, prices)
+
+    async def _stream(self, litellm: Any, kwargs: dict[str, Any], on_delta: Any) -> Any:
+        stream = await litellm.acompletion(**kwargs, stream=True, stream_options={"include_usage": True})
+        chunks = []
+        async for chunk in stream:
+            chunks.append(chunk)
+            delta = chunk.choices[0].delta if chunk.choices else None
+            if delta is None:
+                continue
+            if delta.content:
+                on_delta("text", {"text": delta.content})
+            for part in getattr(delta, "tool_calls", None) or ():
+                function = part.function
+                on_delta("tool_call", {"index": part.index, "id": part.id,
+                                       "name": getattr(function, "name", None),
+                                       "arguments": getattr(function, "arguments", None) or ""})
+        return litellm.stream_chunk_builder(chunks, messages=kwargs["messages"])
+
+    def _kwargs(self, request: LlmRequest) -> tuple[dict[str, Any], tuple[float, float] | None]:
         options = {**self.options, **request.options}
         prices = options.pop("prices", None) or self.prices
         kwargs: dict[str, Any] = {"model": self.name, "messages": request.messages, **options}
@@ -58,19 +100,18 @@ class LiteLLMModel:
             kwargs["temperature"] = request.temperature
         if request.max_tokens is not None:
             kwargs["max_tokens"] = request.max_tokens
-        try:
-            response = litellm.completion(**kwargs)
-        except Exception as exc:
-            status = getattr(exc, "status_code", None)
-            error = InferenceError(
-                f"LLM call to {self.name!r} failed"
-                + (f" (HTTP {status})" if status else "")
-                + f": {type(exc).__name__}: {exc}"
-            )
-            error.status_code = status
-            error.provider_error = type(exc).__name__
-            raise error from exc
-        return self._reply(litellm, response, prices)
+        return kwargs, prices
+
+    def _failure(self, exc: Exception) -> InferenceError:
+        status = getattr(exc, "status_code", None)
+        error = InferenceError(
+            f"LLM call to {self.name!r} failed"
+            + (f" (HTTP {status})" if status else "")
+            + f": {type(exc).__name__}: {exc}"
+        )
+        error.status_code = status
+        error.provider_error = type(exc).__name__
+        return error
 
     def _reply(self, litellm: Any, response: Any, prices: tuple[float, float] | None) -> LlmReply:
         message = response.choices[0].message

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
+import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -15,6 +17,7 @@ __all__ = ["EchoModel", "ScriptedModel", "call", "count_tokens"]
 
 Reply = str | LlmReply | ToolCall | Sequence[ToolCall]
 _ids = itertools.count(1)
+_WORDS = re.compile(r"\S+\s*|\s+")
 
 
 def call(name: str, **arguments: Any) -> ToolCall:
@@ -91,6 +94,28 @@ class ScriptedModel:
         if prices and not reply.cost:
             reply.cost = reply.usage.prompt_tokens * prices[0] + reply.usage.completion_tokens * prices[1]
         reply.model = reply.model or self.name
+        return reply
+
+    async def acomplete(self, request: LlmRequest, on_delta: Any = None) -> LlmReply:
+        """:meth:`complete` for async runs; with *on_delta* the reply streams in chunks.
+
+        Text streams word by word and each tool call's JSON arguments in pieces of
+        about 8 characters, yielding to the event loop between chunks as a real
+        stream would.
+        """
+        reply = self.complete(request)
+        if on_delta is None:
+            return reply
+        for chunk in _WORDS.findall(reply.text or ""):
+            on_delta("text", {"text": chunk})
+            await asyncio.sleep(0)
+        for index, tool_call in enumerate(reply.tool_calls):
+            arguments = json.dumps(tool_call.arguments)
+            for start in range(0, len(arguments), 8):
+                name = tool_call.name if start == 0 else None
+                on_delta("tool_call", {"index": index, "id": tool_call.id if start == 0 else None, "name": name,
+                                       "arguments": arguments[start:start + 8]})
+                await asyncio.sleep(0)
         return reply
 
     def _to_reply(self, raw: Reply) -> LlmReply:

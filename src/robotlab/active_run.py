@@ -1,0 +1,43 @@
+"""The robot run in progress in this context: what a delegate inherits and where a robot finds its network.
+
+A ``contextvars.ContextVar``, so it follows a run onto its tasks and threads
+(robotlab's own hand-offs copy the context) and never leaks between runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["RunFrame", "active_run", "running"]
+
+
+@dataclass(frozen=True)
+class RunFrame:
+    network: Any
+    budget_ledger: Any
+    chain: tuple[Any, ...]  # the robots running, outermost first: a delegation may not loop back into one
+
+
+_active_run: contextvars.ContextVar[RunFrame | None] = contextvars.ContextVar("robotlab_active_run", default=None)
+
+
+def active_run() -> RunFrame | None:
+    """The frame of the innermost robot run in this context, else ``None``."""
+    return _active_run.get()
+
+
+@contextlib.contextmanager
+def running(robot: Any, network: Any, ledger: Any) -> Iterator[RunFrame]:
+    """Mark *robot* as running (inside whatever run is active) for the duration of the block."""
+    parent = _active_run.get()
+    chain = (*parent.chain, robot) if parent is not None else (robot,)
+    frame = RunFrame(network, ledger, chain)
+    token = _active_run.set(frame)
+    try:
+        yield frame
+    finally:
+        _active_run.reset(token)

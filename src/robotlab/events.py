@@ -1,0 +1,81 @@
+"""Streaming events: what a robot run (or a network of them) reports while it runs.
+
+The catalogue follows robot_lab's ``Streaming::Events``. Every event carries
+the robot's name, the task's name inside a network, and a sequence number that
+counts the events of its run from 0, so a consumer can order and de-duplicate
+what arrives from several tasks (worker tasks included).
+
+Example:
+    >>> import robotlab
+    >>> from robotlab.llm import ScriptedModel
+    >>> robot = robotlab.build(name="poet", model=ScriptedModel(["roses are red"]))
+    >>> [(e.type, e.seq) for e in robot.stream("a poem")][:2]
+    [('run.started', 0), ('text.delta', 1)]
+
+Standard library only: events are built in workers too.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["EVENT_TYPES", "Event", "EventEmitter"]
+
+EVENT_TYPES = (
+    "run.started",
+    "text.delta",
+    "tool_call.arguments.delta",
+    "tool_call.started",
+    "tool_call.completed",
+    "usage.updated",
+    "run.completed",
+    "run.failed",
+    "task.started",
+    "task.completed",
+    "task.failed",
+    "stream.ended",
+)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One streaming event.
+
+    ``data`` depends on ``type``: ``text.delta`` → ``{"text"}``;
+    ``tool_call.arguments.delta`` → ``{"index", "id", "name", "arguments"}``
+    (a fragment of the JSON arguments); ``tool_call.started`` → ``{"id", "name",
+    "arguments"}``; ``tool_call.completed`` → ``{"id", "name", "result", "error"}``;
+    ``usage.updated`` → ``{"prompt_tokens", "completion_tokens", "cost"}``
+    (the run's totals so far); ``run.failed`` / ``task.failed`` → ``{"error"}``.
+    ``result`` is the final :class:`~robotlab.RobotResult` on ``run.completed``
+    and ``stream.ended`` of a robot stream (a ``NetworkResult`` on a network's).
+    """
+
+    type: str
+    seq: int
+    robot: str | None = None
+    task: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    result: Any = None
+    time: float = field(default_factory=time.time)
+
+
+class EventEmitter:
+    """Numbers the events of one run and hands them to *sink* (a plain callable, thread-safe numbering)."""
+
+    def __init__(self, sink: Callable[[Event], None], *, robot: str | None = None, task: str | None = None) -> None:
+        self._sink = sink
+        self._seq = itertools.count()
+        self.robot = robot
+        self.task = task
+
+    def emit(self, type_: str, result: Any = None, **data: Any) -> None:
+        self._sink(Event(type_, next(self._seq), self.robot, self.task, data, result))
+
+    def for_robot(self, robot: str, task: str | None = None) -> EventEmitter:
+        """An emitter with its own numbering, for a nested run (the same sink)."""
+        return EventEmitter(self._sink, robot=robot, task=task if task is not None else self.task)

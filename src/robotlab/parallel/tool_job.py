@@ -1,0 +1,37 @@
+"""A ``parallel_safe`` tool call as a WorkerPool job (robot-aware, on top of the engine).
+
+The robot's run loop sends such calls here; the pool is the default pool of
+the run's ``pool_backend``. The worker runs a fresh instance of the tool inside
+the run's ``tool_call`` hooks, so the robot sees what it would see in-process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from robotlab.configuration import RunConfig
+from robotlab.errors import JobTimeout, WorkerCrashed
+from robotlab.llm import ToolCall
+from robotlab.parallel.shared_pools import default_pool
+from robotlab.tools import Tool
+
+__all__ = ["call_on_pool"]
+
+
+async def call_on_pool(tool: Tool, call: ToolCall, cfg: RunConfig) -> tuple[Any, dict[str, Any], str]:
+    """Run *call* of *tool* on the default pool: (result, hook metadata, backend).
+
+    A worker that dies or times out fails the call like a tool error (re-raised
+    with ``raise_on_error``). Cancelling the awaiting run cancels the job.
+    """
+    pool = default_pool(cfg.pool_backend, cfg.pool_size)
+    future = pool.submit_tool(type(tool), call.arguments, memory=tool.memory,
+                              errors="raise" if tool.raise_on_error else "text")
+    try:
+        result = await asyncio.wrap_future(future)
+    except (WorkerCrashed, JobTimeout) as exc:
+        if tool.raise_on_error:
+            raise
+        result = tool.format_error(exc)
+    return result, future.hook_metadata or {}, pool.backend
