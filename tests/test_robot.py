@@ -56,7 +56,7 @@ def test_several_calls_in_one_reply_run_concurrently_with_the_hook_scope():
     elapsed = time.perf_counter() - started
     assert [c.result for c in result.tool_calls] == ["0", "1", "2", "3"]
     assert elapsed < 0.6  # 4 x 0.2 s serial would be 0.8 s
-    assert len(seen) == 4 and all(name.startswith("r-tools") for name in seen)  # per-run hooks reach pool threads
+    assert len(seen) == 4  # the per-run hook reaches every one of the concurrent calls
 
 
 def test_unknown_tool_requested_by_model_is_reported_not_raised():

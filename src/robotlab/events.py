@@ -17,13 +17,14 @@ Standard library only: events are built in workers too.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["EVENT_TYPES", "Event", "EventEmitter"]
+__all__ = ["EVENT_TYPES", "Event", "EventEmitter", "stream_events"]
 
 EVENT_TYPES = (
     "run.started",
@@ -68,14 +69,61 @@ class EventEmitter:
     """Numbers the events of one run and hands them to *sink* (a plain callable, thread-safe numbering)."""
 
     def __init__(self, sink: Callable[[Event], None], *, robot: str | None = None, task: str | None = None) -> None:
-        self._sink = sink
+        self.sink = sink
         self._seq = itertools.count()
         self.robot = robot
         self.task = task
 
-    def emit(self, type_: str, result: Any = None, **data: Any) -> None:
-        self._sink(Event(type_, next(self._seq), self.robot, self.task, data, result))
+    def event(self, type_: str, result: Any = None, **data: Any) -> Event:
+        """The next event of this run (numbered, not sent)."""
+        return Event(type_, next(self._seq), self.robot, self.task, data, result)
 
-    def for_robot(self, robot: str, task: str | None = None) -> EventEmitter:
-        """An emitter with its own numbering, for a nested run (the same sink)."""
-        return EventEmitter(self._sink, robot=robot, task=task if task is not None else self.task)
+    def emit(self, type_: str, result: Any = None, **data: Any) -> None:
+        """Number an event and send it to the sink."""
+        self.sink(self.event(type_, result, **data))
+
+
+_END = object()
+
+
+async def stream_events(
+    run: Callable[[EventEmitter], Awaitable[Any]], *, robot: str | None = None, task: str | None = None
+) -> AsyncIterator[Event]:
+    """Start ``run(emitter)`` and yield the events it emits, from any thread, in order.
+
+    Ends with a ``stream.ended`` event whose ``result`` is what *run* returned; when
+    *run* raised, ``stream.ended`` carries ``{"error"}`` and the error is raised
+    after it. Closing the iterator early cancels *run*.
+    """
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    def sink(event: Any) -> None:
+        # Always through the loop's queue of callbacks, so events from threads and from the
+        # loop itself keep the order in which they were emitted.
+        loop.call_soon_threadsafe(queue.put_nowait, event)
+
+    emitter = EventEmitter(sink, robot=robot, task=task)
+
+    async def drive() -> Any:
+        try:
+            return await run(emitter)
+        finally:
+            sink(_END)
+
+    job = asyncio.ensure_future(drive())
+    try:
+        while (event := await queue.get()) is not _END:
+            yield event
+        error = None if job.cancelled() else job.exception()
+        if error is None:
+            yield emitter.event("stream.ended", result=job.result())
+        else:
+            yield emitter.event("stream.ended", error=f"{type(error).__name__}: {error}")
+            raise error
+    finally:
+        if not job.done():
+            job.cancel()
+            await asyncio.wait({job})  # the run's own end (cancelled or failed) is not news to a closed stream
+            if not job.cancelled():
+                job.exception()

@@ -385,6 +385,22 @@ class Memory:
             return self._get_one(keys[0], wait, default)
         return {k: self._get_one(k, wait, default) for k in keys}
 
+    async def get_async(self, key: object, *more: object, wait: bool | float | None = False,
+                        default: Any = None) -> Any:
+        """:meth:`get` for async code (tools, hooks): waiting for a key never blocks the event loop.
+
+        >>> import asyncio
+        >>> memory = Memory()
+        >>> memory.set("answer", 42)
+        >>> asyncio.run(memory.get_async("answer", wait=1))
+        42
+        """
+        from robotlab.sync_bridge import in_thread
+
+        if not wait or all(self._key(k) in self for k in (key, *more)):
+            return self.get(key, *more, wait=wait, default=default)
+        return await in_thread(self.get, key, *more, wait=wait, default=default)
+
     def _get_one(self, key: str, wait: bool | float, default: Any) -> Any:
         with self._changed:
             if key in self._values:

@@ -26,32 +26,26 @@ where). The result, hooks, memory and budgets behave the same in every mode.
 
 from __future__ import annotations
 
-import contextvars
-import threading
-import time
-from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from robotlab.budget import Ledger
 from robotlab.bus import Bus
 from robotlab.configuration import RunConfig
-from robotlab.errors import ConfigurationError, Error, RactorBoundaryError, retryable
-from robotlab.hooks import HookRegistry, Hooks, NetworkRunHookContext, TaskHookContext, global_hooks
-from robotlab.hooks.scope import ScopedThreadPoolExecutor
+from robotlab.errors import ConfigurationError, Error, RactorBoundaryError
+from robotlab.events import Event, EventEmitter, stream_events
+from robotlab.hooks import HookRegistry, Hooks, NetworkRunHookContext, global_hooks
 from robotlab.memory import Memory
-from robotlab.parallel.endpoints import Endpoint
+from robotlab.network_run import NetworkRun, current_run
 from robotlab.result import RobotResult
 from robotlab.robot import Robot
+from robotlab.sync_bridge import iterate_sync, run_sync
 from robotlab.task import Task, TaskOutcome, UpstreamFailed
 
 __all__ = ["PARALLEL_MODES", "Network", "NetworkResult", "create_network"]
 
 PARALLEL_MODES = ("thread", "process", "subinterpreter", "ray")
-_MAX_AUTO_THREADS = 32
-
-_current_run: contextvars.ContextVar[_Run | None] = contextvars.ContextVar("robotlab_network_run", default=None)
 
 
 @dataclass
@@ -212,7 +206,7 @@ class Network:
 
         Call it from a tool or hook running inside this network's run.
         """
-        run = _current_run.get()
+        run = current_run()
         if run is None or run.network is not self:
             raise ConfigurationError(f"network.activate({name!r}) called outside a run of network {self.name!r}")
         run.activate(name)
@@ -227,9 +221,20 @@ class Network:
     def run(self, message: str, *, memory: Memory | None = None, **context: Any) -> NetworkResult:
         """Run every task once; returns a :class:`NetworkResult` (it does not raise for task errors).
 
+        The synchronous face of :meth:`run_async` (same arguments); inside a running
+        event loop it runs on a helper thread.
+        """
+        return run_sync(lambda: self.run_async(message, memory=memory, **context))
+
+    async def run_async(self, message: str, *, memory: Memory | None = None, events: EventEmitter | None = None,
+                        **context: Any) -> NetworkResult:
+        """Run every task once on this event loop; returns a :class:`NetworkResult`.
+
         Keyword *context* is written into ``memory.data`` before the first task starts.
         In a parallel mode, a robot, tool, hook or skill that cannot be rebuilt in
         a worker raises here, before any task runs, naming the task and why.
+        Cancelling the awaiting task cancels every running task (their LLM calls,
+        tools and pool jobs). *events*: where task and robot events go (see :meth:`stream`).
         """
         order = self.validate()
         pool = None if self.parallel_mode == "thread" else self._checked_pool()
@@ -238,8 +243,30 @@ class Network:
             memory.data[key] = value
         registries = [global_hooks(), self.hooks]
         ctx = NetworkRunHookContext(network=self, memory=memory, config=self.config, context=dict(context))
-        run = _Run(self, order, message, memory, registries, self._ledger_for(self.config), pool)
-        return Hooks.run("network_run", ctx, registries, None, run.execute)
+        run = NetworkRun(self, order, message, memory, registries, self._ledger_for(self.config), pool, events)
+        return await Hooks.arun("network_run", ctx, registries, None, run.execute)
+
+    def stream(self, message: str, **options: Any) -> Iterator[Event]:
+        """Run the network and yield the events of all its tasks as they happen (options as :meth:`run`).
+
+        Each task's events are numbered from 0 (``task.started`` first) and carry
+        the task's and robot's names; tasks in worker processes or subinterpreters
+        send theirs while they run. The last event is ``stream.ended``, whose
+        ``result`` is the ``NetworkResult``.
+
+        >>> import robotlab
+        >>> from robotlab.llm import ScriptedModel
+        >>> net = robotlab.create_network(name="one")
+        >>> _ = net.task("t", robotlab.build(name="r", model=ScriptedModel(["ok"])))
+        >>> [(e.task, e.type) for e in net.stream("go")][:2]
+        [('t', 'task.started'), ('t', 'run.started')]
+        """
+        return iterate_sync(lambda: self.astream(message, **options))
+
+    async def astream(self, message: str, **options: Any) -> AsyncIterator[Event]:
+        """:meth:`stream` for async code: ``async for event in network.astream(message)``."""
+        async for event in stream_events(lambda events: self.run_async(message, events=events, **options)):
+            yield event
 
     def _checked_pool(self) -> Any:
         """The pool of this network's mode, once every task's robot was rebuilt in one of its workers.
@@ -274,159 +301,6 @@ class Network:
         return pool
 
 
-class _Run:
-    """One execution of a network: the scheduler state."""
-
-    def __init__(
-        self,
-        network: Network,
-        order: list[str],
-        message: str,
-        memory: Memory,
-        registries: list[HookRegistry | None],
-        ledger: Ledger | None,
-        pool: Any = None,
-    ) -> None:
-        self.network = network
-        self.pool = pool  # None: robots run on this process's threads
-        self.order = order
-        self.message = message
-        self.memory = memory
-        self.registries = registries
-        self.ledger = ledger
-        self.tasks = network.tasks
-        self.outcomes: dict[str, TaskOutcome] = {}
-        self._activated: list[str] = []
-        self._lock = threading.Lock()
-        self._wakeup = threading.Event()
-        self._t0 = 0.0
-
-    def activate(self, name: str) -> None:
-        task = self.tasks.get(name)
-        if task is None or not task.optional:
-            raise ConfigurationError(f"only a task declared depends_on='optional' can be activated, not {name!r}")
-        with self._lock:
-            if name not in self._activated:
-                self._activated.append(name)
-        self._wakeup.set()
-
-    def _now(self) -> float:
-        return time.perf_counter() - self._t0
-
-    def execute(self) -> NetworkResult:
-        self._t0 = time.perf_counter()
-        concurrency = self.network.concurrency
-        workers = min(len(self.tasks), _MAX_AUTO_THREADS) if concurrency == "auto" else concurrency
-        waiting = {n: set(t.dependencies) for n, t in self.tasks.items() if not t.optional}
-        running: dict[Future, str] = {}
-        started_optional: set[str] = set()
-        token = _current_run.set(self)
-        # Only an optional task can be activated from outside the scheduler's own wake-ups.
-        poll = 0.05 if any(t.optional for t in self.tasks.values()) else None
-        try:
-            with ScopedThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix=self.network.name) as pool:
-                while True:
-                    for name in [n for n, deps in waiting.items() if not deps]:
-                        del waiting[name]
-                        running[pool.submit(self._run_task, self.tasks[name])] = name
-                    with self._lock:
-                        fresh = [n for n in self._activated if n not in started_optional]
-                    for name in fresh:
-                        started_optional.add(name)
-                        running[pool.submit(self._run_task, self.tasks[name])] = name
-                    if not running:
-                        break
-                    self._wakeup.clear()
-                    done, _ = wait(running, timeout=poll, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        name = running.pop(future)
-                        self._settle(name, waiting)
-        finally:
-            _current_run.reset(token)
-        for name in self.tasks:
-            self.outcomes.setdefault(name, TaskOutcome(name, "skipped"))
-        depended_on = {d for t in self.tasks.values() for d in t.dependencies}
-        sinks = tuple(n for n in self.order if n not in depended_on)
-        return NetworkResult(
-            network_name=self.network.name,
-            tasks={n: self.outcomes[n] for n in self.tasks},
-            memory=self.memory,
-            duration=self._now(),
-            sinks=tuple(s for s in sinks if not self.tasks[s].optional or self.outcomes[s].status != "skipped"),
-        )
-
-    def _settle(self, name: str, waiting: dict[str, set[str]]) -> None:
-        """Release dependants of a finished task, or fail them when it failed."""
-        failed = self.outcomes[name].status != "ok"
-        for dependant, deps in list(waiting.items()):
-            if name not in deps:
-                continue
-            if failed:
-                del waiting[dependant]
-                self._fail_upstream(dependant, name)
-            else:
-                deps.discard(name)
-
-    def _fail_upstream(self, name: str, failed_dependency: str) -> None:
-        cause = self.outcomes[failed_dependency].error
-        error = UpstreamFailed(f"Task {name!r} not run: dependency {failed_dependency!r} failed: {cause}")
-        task = self.tasks[name]
-        ctx = TaskHookContext(network=self.network, task=task, memory=self.memory,
-                              config=self.network.config, robot=task.robot)
-        ctx.error = error
-        Hooks.call("on_error", ctx, self.registries)
-        self.outcomes[name] = TaskOutcome(name, "failed", error=error, finished=self._now())
-        # Its own dependants fail in turn when the scheduler settles this one.
-        waiting_children = [t.name for t in self.tasks.values() if name in t.dependencies]
-        for child in waiting_children:
-            if child not in self.outcomes:
-                self._fail_upstream(child, name)
-
-    def _run_task(self, task: Task) -> None:
-        outcome = TaskOutcome(task.name, "ok", started=self._now(), worker=self.network.parallel_mode)
-        dependency_results = {d: self.outcomes[d].result for d in task.dependencies}
-        prompt = task.prompt(self.message, dependency_results)
-        ctx = TaskHookContext(network=self.network, task=task, memory=self.memory,
-                              config=self.network.config, robot=task.robot)
-        while True:
-            outcome.attempts += 1
-            try:
-                outcome.result = Hooks.run("task", ctx, self.registries, None, lambda: self._run_robot(task, prompt))
-                break
-            except Exception as exc:
-                if outcome.attempts <= task.retries and retryable(exc):
-                    task.robot.clear_messages(keep_system=True)
-                    continue
-                outcome.status, outcome.error = "failed", exc
-                break
-        outcome.finished = self._now()
-        if outcome.result is not None:
-            self.memory.results.append(outcome.result)
-        with self._lock:
-            self.outcomes[task.name] = outcome
-
-    def _run_robot(self, task: Task, prompt: str) -> RobotResult:
-        options = dict(tools=task.tools, memory=self.memory, network=self.network, task=task,
-                       budget_ledger=self.ledger, **task.options)
-        if self.pool is None:
-            return task.robot.run(prompt, **options)
-        from robotlab.parallel.robot_job import run_on_pool
-
-        return run_on_pool(self.pool, task.robot, prompt, endpoints={"network": _RunEndpoint(self)}, **options)
-
-
-class _RunEndpoint(Endpoint):
-    """The run in progress, for robots in workers: ``ctx.network.activate(name)`` lands here."""
-
-    def __init__(self, run: _Run) -> None:
-        self._run = run
-
-    def handle(self, op: str, args: tuple, still_waiting: Any) -> Any:
-        if op != "activate":
-            raise self.unknown(op)
-        return self._run.activate(*args)
-
-
 def create_network(
     name: str = "network",
     *,
@@ -436,6 +310,10 @@ def create_network(
     memory: Memory | None = None,
 ) -> Network:
     """Create a :class:`Network`. Add tasks with ``network.task(...)``, then ``network.run(message)``.
+
+    ``concurrency``: how many tasks run at once; ``"auto"`` allows 1,000
+    (``robotlab.network_run.AUTO_CONCURRENCY``): tasks are coroutines, so
+    I/O-bound fan-out is not limited by threads.
 
     ``parallel_mode``: ``"thread"`` runs tasks on threads of this process;
     ``"process"``, ``"subinterpreter"`` (CPython 3.13+) and ``"ray"`` run each

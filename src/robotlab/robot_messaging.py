@@ -27,7 +27,7 @@ class RobotMessaging:
     name: str
     bus: Bus | None
 
-    
+
     def send_message(self, to: str, content: Any, *, in_reply_to: int | None = None) -> RobotMessage:
         """Send *content* to the robot named *to* on this robot's bus; returns the message.
 

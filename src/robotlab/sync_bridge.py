@@ -21,12 +21,17 @@ Standard library only: tools use it in workers to run ``async def`` tools.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import concurrent.futures
+import contextlib
 import contextvars
+import functools
+import queue
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["run_sync"]
+__all__ = ["in_thread", "iterate_sync", "run_sync"]
 
 T = TypeVar("T")
 
@@ -40,6 +45,10 @@ class _ThreadRunner(threading.local):
     def get(self) -> asyncio.Runner:
         if self.runner is None:
             self.runner = asyncio.Runner()
+            if threading.current_thread() is threading.main_thread():
+                # The main thread's locals outlive the interpreter's modules: close its loop (and
+                # what libraries left running on it) at exit, while asyncio still works.
+                atexit.register(self.runner.close)
         return self.runner
 
     def __del__(self) -> None:
@@ -48,6 +57,29 @@ class _ThreadRunner(threading.local):
 
 
 _local = _ThreadRunner()
+
+# Sync tools, sync hooks and models without ``acomplete`` run here during async runs: a
+# network of a thousand I/O-bound robots would queue behind asyncio's default executor
+# (min(32, cores + 4) threads). Threads start only when needed and end when idle.
+_BLOCKING_THREADS = 256
+_blocking: concurrent.futures.ThreadPoolExecutor | None = None
+_blocking_lock = threading.Lock()
+
+
+async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Await ``fn(*args, **kwargs)`` run on a helper thread in a copy of this context (as ``asyncio.to_thread``).
+
+    The helper threads are robotlab's own (up to 256), so blocking calls of many
+    concurrent runs do not wait for each other.
+    """
+    global _blocking
+    if _blocking is None:
+        with _blocking_lock:
+            if _blocking is None:
+                _blocking = concurrent.futures.ThreadPoolExecutor(_BLOCKING_THREADS, thread_name_prefix="robotlab")
+    context = contextvars.copy_context()
+    call = functools.partial(context.run, fn, *args, **kwargs)
+    return await asyncio.get_running_loop().run_in_executor(_blocking, call)
 
 
 def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
@@ -84,3 +116,49 @@ def _on_helper_thread(factory: Callable[[], Awaitable[T]], context: contextvars.
     if "error" in box:
         raise box.pop("error")
     return box["value"]
+
+
+def iterate_sync(factory: Callable[[], AsyncIterator[T]]) -> Iterator[T]:
+    """Iterate ``factory()`` from synchronous code: it runs on a helper thread's loop, items arrive as they come.
+
+    Closing the iterator early (``break``) cancels the async iterator and waits for it to finish.
+
+    >>> async def count():
+    ...     for i in range(3):
+    ...         yield i
+    >>> list(iterate_sync(count))
+    [0, 1, 2]
+    """
+    items: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+    started = threading.Event()
+    handle: dict[str, Any] = {}
+
+    async def pump() -> None:
+        handle["loop"], handle["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        started.set()
+        try:
+            async for item in factory():
+                items.put(("item", item))
+        except BaseException as exc:  # handed to the consumer, who re-raises it
+            items.put(("error", exc))
+        else:
+            items.put(("end", None))
+
+    context = contextvars.copy_context()
+    thread = threading.Thread(target=context.run, args=(asyncio.run, pump()), name="robotlab-stream", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, value = items.get()
+            if kind == "item":
+                yield value
+            elif kind == "end":
+                return
+            else:
+                raise value
+    finally:
+        started.wait()
+        if thread.is_alive():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the iterator has finished
+                handle["loop"].call_soon_threadsafe(handle["task"].cancel)
+        thread.join()

@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 
 from robotlab.errors import ConfigurationError, ToolError, ToolNotFoundError, retryable
 from robotlab.hooks import ExtensionState, Hooks, ToolCallHookContext, current_hook_scope, global_hooks
-from robotlab.sync_bridge import run_sync
+from robotlab.sync_bridge import in_thread, run_sync
 
 __all__ = ["Param", "Tool", "ToolManifest", "param", "tool"]
 
@@ -277,7 +277,7 @@ class Tool:
                 if self.is_async:
                     ctx.tool_result = await self.execute(**validated)
                 else:
-                    ctx.tool_result = await asyncio.to_thread(self.execute, **validated)
+                    ctx.tool_result = await in_thread(self.execute, **validated)
             except asyncio.CancelledError as exc:
                 task = asyncio.current_task()
                 if task is not None and task.cancelling():

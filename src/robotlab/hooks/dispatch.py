@@ -9,6 +9,7 @@ from typing import Any
 
 from robotlab.hooks.hook import Hook
 from robotlab.hooks.registry import HookRegistry, Registration
+from robotlab.sync_bridge import in_thread
 
 __all__ = ["ERROR_FAMILIES", "FAMILIES", "Hooks"]
 
@@ -183,4 +184,4 @@ async def _around_async(
     def block() -> Any:  # on the helper thread: the rest of the chain runs on the loop
         return asyncio.run_coroutine_threadsafe(inner(), loop).result()
 
-    return await asyncio.to_thread(Hooks.call_registration, registration, hook_name, ctx, block)
+    return await in_thread(Hooks.call_registration, registration, hook_name, ctx, block)

@@ -20,11 +20,11 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
 from robotlab.llm.types import LlmReply, LlmRequest, Model
+from robotlab.sync_bridge import in_thread
 
 __all__ = ["DeltaSink", "complete_async"]
 
@@ -36,7 +36,7 @@ async def complete_async(model: Model, request: LlmRequest, on_delta: DeltaSink 
     acomplete = getattr(model, "acomplete", None)
     if acomplete is not None:
         return await acomplete(request, on_delta=on_delta)
-    reply = await asyncio.to_thread(model.complete, request)
+    reply = await in_thread(model.complete, request)
     if on_delta is not None and reply.text:
         on_delta("text", {"text": reply.text})
     return reply

@@ -26,7 +26,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from robotlab.errors import MCPError, ToolError
-from robotlab.hooks import ExtensionState
 from robotlab.mcp.client import MCPClient, MCPToolInfo
 from robotlab.tools import Tool
 
@@ -86,18 +85,31 @@ class MCPTool(Tool):
             return result.structured
         return result.text
 
-    def call(self, args: Mapping[str, Any] | None = None, *, raise_on_error: bool | None = None,
-             metadata: ExtensionState | None = None) -> Any:
+    def call(self, args: Mapping[str, Any] | None = None, **options: Any) -> Any:
         """``Tool.call``, except that a transport failure raises ``MCPError`` instead of becoming text."""
         failures: list[MCPError] = []
         token = _transport_failures.set(failures)
         try:
-            result = super().call(args, raise_on_error=raise_on_error, metadata=metadata)
+            result = super().call(args, **options)
         finally:
             _transport_failures.reset(token)
-        if failures:
-            raise failures[0]
-        return result
+        return _first_failure_or(failures, result)
+
+    async def acall(self, args: Mapping[str, Any] | None = None, **options: Any) -> Any:
+        """``Tool.acall``, with the transport failures of :meth:`call`."""
+        failures: list[MCPError] = []
+        token = _transport_failures.set(failures)
+        try:
+            result = await super().acall(args, **options)
+        finally:
+            _transport_failures.reset(token)
+        return _first_failure_or(failures, result)
+
+
+def _first_failure_or(failures: list[MCPError], result: Any) -> Any:
+    if failures:
+        raise failures[0]
+    return result
 
 
 def mcp_tool_class(info: MCPToolInfo) -> type[MCPTool]:

@@ -47,6 +47,13 @@ class MemoryProxy:
         keys = tuple(str(k) for k in (key, *more))
         return self._remote.call("get", keys, wait, freeze_deep(default, root="default"))
 
+    async def get_async(self, key: object, *more: object, wait: bool | float | None = False,
+                        default: Any = None) -> Any:
+        """As ``Memory.get_async``: the parent's answer is awaited on a helper thread."""
+        from robotlab.sync_bridge import in_thread
+
+        return await in_thread(self.get, key, *more, wait=wait, default=default)
+
     def set(self, key: object, value: Any) -> None:
         """Write *key* in the parent Memory; returns once it is applied there."""
         self._remote.call("set", str(key), freeze_deep(value, root=f"memory[{str(key)!r}]"))

@@ -23,6 +23,7 @@ with the result, so a robot behaves as in thread mode from one task to the next.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import weakref
 from collections.abc import Sequence
@@ -31,9 +32,11 @@ from typing import Any
 
 from robotlab.configuration import RunConfig
 from robotlab.errors import ConfigurationError, RactorBoundaryError, ToolLoopError
+from robotlab.events import Event, EventEmitter
 from robotlab.hooks import HookRegistry, global_hooks
 from robotlab.parallel import shipped_hooks
 from robotlab.parallel.boundary import FrozenDict, freeze_deep, resolve
+from robotlab.parallel.endpoints import Endpoint
 from robotlab.parallel.parent_calls import RemoteEndpoint, endpoint
 from robotlab.result import RobotResult
 from robotlab.robot import Robot
@@ -94,8 +97,8 @@ class RobotSpec:
 def describe_robot(robot: Robot, pool: Any, *, network: Any = None, hooks: Any = None,
                    overrides: RunConfig | None = None) -> RobotSpec:
     """The spec of *robot* for a run on *pool*; ``RactorBoundaryError`` naming what cannot be described."""
+    from robotlab.compaction import context_window_of
     from robotlab.llm import resolve_model
-    from robotlab.robot import _context_window_of
 
     where = f"robot {robot.name!r} cannot run in a worker"
     effective = robot.effective_config(network, overrides)
@@ -131,7 +134,7 @@ def describe_robot(robot: Robot, pool: Any, *, network: Any = None, hooks: Any =
         learnings=tuple(robot._learnings),
         auto_compact=auto_compact,
         model_name=str(getattr(model, "name", "") or ""),
-        context_window=_context_window_of(model),
+        context_window=context_window_of(model),
     )
     try:
         return freeze_deep(spec, root=f"robot {robot.name!r}")
@@ -139,15 +142,19 @@ def describe_robot(robot: Robot, pool: Any, *, network: Any = None, hooks: Any =
         raise RactorBoundaryError(f"{where}: {exc}") from None
 
 
-def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Sequence[str] = "none",
-                mcp: str | Sequence[str] = "none", hooks: Any = None, memory: Any = None, network: Any = None,
-                task: Any = None, budget_ledger: Any = None, endpoints: dict[str, Any] | None = None,
-                **overrides: Any) -> RobotResult:
-    """``robot.run(message, ...)`` with the robot's tool loop in a worker of *pool*; see the module docstring.
+async def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Sequence[str] = "none",
+                      mcp: str | Sequence[str] = "none", hooks: Any = None, memory: Any = None, network: Any = None,
+                      task: Any = None, budget_ledger: Any = None, endpoints: dict[str, Any] | None = None,
+                      events: EventEmitter | None = None, **overrides: Any) -> RobotResult:
+    """``await robot.run_async(message, ...)`` with the robot's tool loop in a worker of *pool*.
 
-    *endpoints*: more parent objects the worker may reach (a network passes its run's).
-    Raises what the run raises (``WorkerCrashed`` when the worker died), and
-    ``RactorBoundaryError`` before anything runs when the robot cannot be described.
+    See the module docstring. *endpoints*: more parent objects the worker may
+    reach (a network passes its run's). *events*: the worker's run sends its
+    events there while it runs (``run.completed`` is emitted here, with the
+    result). Raises what the run raises
+    (``WorkerCrashed`` when the worker died), and ``RactorBoundaryError`` before
+    anything runs when the robot cannot be described. Cancelling the awaiting
+    task cancels the job (a running worker is replaced).
     """
     from robotlab.llm import resolve_model
     from robotlab.parallel.endpoints import LedgerEndpoint, MemoryEndpoint, ModelEndpoint
@@ -163,24 +170,37 @@ def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Sequence[
         endpoints["robot_ledger"] = LedgerEndpoint(own_ledger)
     if budget_ledger is not None:
         endpoints["network_ledger"] = LedgerEndpoint(budget_ledger)
+    if events is not None:
+        endpoints["events"] = _EventsEndpoint(events)
     where = (None if network is None else NetworkRef(network.name, network.parallel_mode),
              None if task is None else TaskRef(task.name, task.depends_on, task.tools))
-    with robot._run_lock:
-        if robot._broken_by is not None:
-            raise ConfigurationError(
-                f"robot {robot.name!r} stopped mid tool loop ({robot._broken_by}); "
-                "call robot.clear_messages() before running it again"
-            )
+    async with robot._run_gate:
+        robot.check_runnable()
         future = pool._submit("call", f"{__name__}:run_robot", (spec, str(message), tools, mcp, where), {}, None,
                               endpoints=endpoints)
         try:
-            result, learnings = future.result()
+            result, learnings = await asyncio.wrap_future(future)
         except ToolLoopError as exc:
             robot._broken_by = exc  # as in thread mode: clear_messages() before the next run
             raise
         robot._messages = [dict(m) for m in result.messages]
         robot._learnings = list(learnings)
+    if events is not None:
+        events.emit("run.completed", result=result)
     return result
+
+
+class _EventsEndpoint(Endpoint):
+    """Where a worker's run sends its events: numbered and passed on in the parent, as they come."""
+
+    def __init__(self, events: EventEmitter) -> None:
+        self._events = events
+
+    def handle(self, op: str, args: tuple, still_waiting: Any) -> Any:
+        if op != "emit":
+            raise self.unknown(op)
+        type_, data = args
+        self._events.emit(type_, **_thaw(data))
 
 
 _checked: weakref.WeakKeyDictionary[Any, set[RobotSpec]] = weakref.WeakKeyDictionary()
@@ -216,6 +236,7 @@ def run_robot(spec: RobotSpec, message: str, tools: Any, mcp: Any, where: tuple)
     network_ledger = endpoint("network_ledger")
     memory = endpoint("memory")
     network, task = where
+    events = endpoint("events")
     result = robot.run(
         message,
         tools=_thaw(tools),
@@ -225,8 +246,17 @@ def run_robot(spec: RobotSpec, message: str, tools: Any, mcp: Any, where: tuple)
         network=network,
         task=task,
         budget_ledger=None if network_ledger is None else _LedgerProxy(network_ledger),
+        events=None if events is None else EventEmitter(_forwarding(events)),
     )
     return result, tuple(robot.learnings)
+
+
+def _forwarding(events: Any) -> Any:
+    def sink(event: Event) -> None:
+        if event.type != "run.completed":  # the parent emits that one, with the result the job returns
+            events.call("emit", event.type, event.data)
+
+    return sink
 
 
 class _WorkerRobot(Robot):

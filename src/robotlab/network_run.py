@@ -1,0 +1,229 @@
+"""One run of a network: the dependency scheduler, on an asyncio event loop.
+
+A task starts the moment its own dependencies are done, as a coroutine:
+thread-mode robots run their tool loop on the loop itself (sync tools and
+hooks on helper threads), worker-mode robots await their pool job. So a
+thousand I/O-bound tasks need a thousand coroutines, not a thousand threads;
+``Network(concurrency=N)`` bounds how many run at once ("auto":
+:data:`AUTO_CONCURRENCY`).
+
+Example:
+    >>> import asyncio, robotlab
+    >>> from robotlab.llm import ScriptedModel
+    >>> net = robotlab.create_network(name="pair")
+    >>> _ = net.task("a", robotlab.build(name="a", model=ScriptedModel(["A"])))
+    >>> _ = net.task("b", robotlab.build(name="b", model=ScriptedModel(["B"])), depends_on=["a"])
+    >>> asyncio.run(net.run_async("go")).value
+    'B'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from typing import TYPE_CHECKING, Any
+
+from robotlab.budget import Ledger
+from robotlab.errors import ConfigurationError, retryable
+from robotlab.events import EventEmitter
+from robotlab.hooks import HookRegistry, Hooks, TaskHookContext
+from robotlab.memory import Memory
+from robotlab.parallel.endpoints import Endpoint
+from robotlab.result import RobotResult
+from robotlab.task import Task, TaskOutcome, UpstreamFailed
+
+if TYPE_CHECKING:
+    from robotlab.network import Network
+
+__all__ = ["AUTO_CONCURRENCY", "NetworkRun", "current_run"]
+
+AUTO_CONCURRENCY = 1000
+"""How many tasks run at once with ``concurrency="auto"``: enough for I/O-bound fan-out, bounded for sanity."""
+
+_current_run: contextvars.ContextVar[NetworkRun | None] = contextvars.ContextVar("robotlab_network_run", default=None)
+
+
+def current_run() -> NetworkRun | None:
+    """The network run in progress in this context (its tasks, tools and hooks see it), else ``None``."""
+    return _current_run.get()
+
+
+class NetworkRun:
+    """One execution of a network: which tasks wait, run and finished."""
+
+    def __init__(self, network: Network, order: list[str], message: str, memory: Memory,
+                 registries: list[HookRegistry | None], ledger: Ledger | None, pool: Any = None,
+                 events: EventEmitter | None = None) -> None:
+        self.network = network
+        self.pool = pool  # None: robots run in this process
+        self.order = order
+        self.message = message
+        self.memory = memory
+        self.registries = registries
+        self.ledger = ledger
+        self.events = events
+        self.tasks = network.tasks
+        self.outcomes: dict[str, TaskOutcome] = {}
+        self._waiting = {n: set(t.dependencies) for n, t in self.tasks.items() if not t.optional}
+        self._running: dict[asyncio.Task[None], str] = {}
+        self._started_optional: set[str] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._t0 = 0.0
+
+    def activate(self, name: str) -> None:
+        """Start the optional task *name* (callable from any thread of the run)."""
+        task = self.tasks.get(name)
+        if task is None or not task.optional:
+            raise ConfigurationError(f"only a task declared depends_on='optional' can be activated, not {name!r}")
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(self._start_optional, name)
+
+    def _now(self) -> float:
+        return time.perf_counter() - self._t0
+
+    async def execute(self) -> Any:
+        from robotlab.network import NetworkResult
+
+        self._t0 = time.perf_counter()
+        self._loop = asyncio.get_running_loop()
+        limit = self.network.concurrency
+        self._slots = asyncio.Semaphore(AUTO_CONCURRENCY if limit == "auto" else limit)
+        token = _current_run.set(self)
+        try:
+            self._start_ready()
+            while self._running:
+                done, _ = await asyncio.wait(self._running, return_when=asyncio.FIRST_COMPLETED)
+                for job in done:
+                    self._settle(self._running.pop(job))
+        except BaseException:
+            await self._cancel_running()
+            raise
+        finally:
+            _current_run.reset(token)
+        for name in self.tasks:
+            self.outcomes.setdefault(name, TaskOutcome(name, "skipped"))
+        depended_on = {d for t in self.tasks.values() for d in t.dependencies}
+        sinks = tuple(n for n in self.order if n not in depended_on)
+        return NetworkResult(
+            network_name=self.network.name,
+            tasks={n: self.outcomes[n] for n in self.tasks},
+            memory=self.memory,
+            duration=self._now(),
+            sinks=tuple(s for s in sinks if not self.tasks[s].optional or self.outcomes[s].status != "skipped"),
+        )
+
+    async def _cancel_running(self) -> None:
+        for job in self._running:
+            job.cancel()
+        await asyncio.gather(*self._running, return_exceptions=True)
+        self._running.clear()
+
+    # -- scheduling ------------------------------------------------------------
+
+    def _start(self, name: str) -> None:
+        self._running[asyncio.ensure_future(self._run_task(self.tasks[name]))] = name
+
+    def _start_ready(self) -> None:
+        for name in [n for n, deps in self._waiting.items() if not deps]:
+            del self._waiting[name]
+            self._start(name)
+
+    def _start_optional(self, name: str) -> None:
+        if name not in self._started_optional and name not in self.outcomes:
+            self._started_optional.add(name)
+            self._start(name)
+
+    def _settle(self, name: str) -> None:
+        """Release dependants of a finished task, or fail them when it failed."""
+        failed = self.outcomes[name].status != "ok"
+        for dependant, deps in list(self._waiting.items()):
+            if name not in deps:
+                continue
+            if failed:
+                del self._waiting[dependant]
+                self._fail_upstream(dependant, name)
+            else:
+                deps.discard(name)
+        self._start_ready()
+
+    def _fail_upstream(self, name: str, failed_dependency: str) -> None:
+        cause = self.outcomes[failed_dependency].error
+        error = UpstreamFailed(f"Task {name!r} not run: dependency {failed_dependency!r} failed: {cause}")
+        task = self.tasks[name]
+        ctx = TaskHookContext(network=self.network, task=task, memory=self.memory,
+                              config=self.network.config, robot=task.robot)
+        ctx.error = error
+        Hooks.call("on_error", ctx, self.registries)
+        self.outcomes[name] = TaskOutcome(name, "failed", error=error, finished=self._now())
+        self._emitter(task).emit("task.failed", error=str(error))
+        for child in [t.name for t in self.tasks.values() if name in t.dependencies]:
+            if child not in self.outcomes:
+                self._waiting.pop(child, None)
+                self._fail_upstream(child, name)
+
+    # -- one task --------------------------------------------------------------
+
+    async def _run_task(self, task: Task) -> None:
+        assert self._slots is not None
+        async with self._slots:
+            outcome = TaskOutcome(task.name, "ok", started=self._now(), worker=self.network.parallel_mode)
+            dependency_results = {d: self.outcomes[d].result for d in task.dependencies}
+            prompt = task.prompt(self.message, dependency_results)
+            ctx = TaskHookContext(network=self.network, task=task, memory=self.memory,
+                                  config=self.network.config, robot=task.robot)
+            events = self._emitter(task)
+            events.emit("task.started")
+            robot_events = events if self.events is not None else None  # no deltas unless streamed
+            while True:
+                outcome.attempts += 1
+                try:
+                    outcome.result = await Hooks.arun("task", ctx, self.registries, None,
+                                                      lambda: self._run_robot(task, prompt, robot_events))
+                    break
+                except Exception as exc:
+                    if outcome.attempts <= task.retries and retryable(exc):
+                        task.robot.clear_messages(keep_system=True)
+                        continue
+                    outcome.status, outcome.error = "failed", exc
+                    break
+            outcome.finished = self._now()
+            if outcome.result is not None:
+                self.memory.results.append(outcome.result)
+            self.outcomes[task.name] = outcome
+            if outcome.error is None:
+                events.emit("task.completed", result=outcome.result)
+            else:
+                events.emit("task.failed", error=f"{type(outcome.error).__name__}: {outcome.error}")
+
+    async def _run_robot(self, task: Task, prompt: str, events: EventEmitter | None) -> RobotResult:
+        options = dict(tools=task.tools, memory=self.memory, network=self.network, task=task,
+                       budget_ledger=self.ledger, **task.options)
+        if self.pool is None:
+            return await task.robot.run_async(prompt, events=events, **options)
+        from robotlab.parallel.robot_job import run_on_pool
+
+        return await run_on_pool(self.pool, task.robot, prompt, endpoints={"network": _RunEndpoint(self)},
+                                 events=events, **options)
+
+    def _emitter(self, task: Task) -> EventEmitter:
+        """The events of *task* (numbered per task); they go nowhere unless the network is streamed."""
+        sink = self.events.sink if self.events is not None else _discard
+        return EventEmitter(sink, robot=task.robot.name, task=task.name)
+
+
+def _discard(event: Any) -> None:
+    pass
+
+
+class _RunEndpoint(Endpoint):
+    """The run in progress, for robots in workers: ``ctx.network.activate(name)`` lands here."""
+
+    def __init__(self, run: NetworkRun) -> None:
+        self._run = run
+
+    def handle(self, op: str, args: tuple, still_waiting: Any) -> Any:
+        if op != "activate":
+            raise self.unknown(op)
+        return self._run.activate(*args)
