@@ -80,10 +80,11 @@ def timed_run(network: robotlab.Network) -> float:
 def peak_rss_mb(contender: str, tasks: int) -> float:
     """Peak RSS (MB) of a fresh interpreter that builds and runs one *tasks*-task network of *contender*."""
     code = (
-        "import resource, benchmarks.network_io_scale as b\n"
+        "import benchmarks.network_io_scale as b\n"
         f"c, t = b.CONTENDERS[{contender!r}]\n"
         f"b.timed_run(b.fan_out({tasks}, c, t))\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
+        # VmHWM, not ru_maxrss: Linux's ru_maxrss keeps the forking parent's size across exec.
+        "print(next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')) / 1024)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})

@@ -24,6 +24,7 @@ from tests.async_jobs import (
     sync_times_out,
 )
 from tests.backends import use
+from tests.doc_blocks import python_blocks, run_block
 from tests.openai_server import Script, completion, serve
 
 
@@ -377,11 +378,19 @@ def test_worker_task_events_arrive_while_the_task_runs(mode):
     net = robotlab.create_network(name=f"live-{mode}", parallel_mode=mode)
     net.task("wait", _robot([call("read_key", key="go"), "finished"], [AsyncMemoryTool], name="waiter"),
              tools="inherit")
-    seen = []
+    seen, text = [], []
     for event in net.stream("start"):
         seen.append(event.type)
+        if event.type == "text.delta":
+            text.append(event.data["text"])
         if event.type == "tool_call.started":
             # The task is blocked on "go": only an event that arrived while it runs can release it.
             net.memory.set("go", "now")
     assert seen[-1] == "stream.ended" and seen[-2] == "task.completed"
     assert seen.index("tool_call.started") < seen.index("tool_call.completed")
+    assert "".join(text) == "finished"  # the parent streamed the model's reply, once
+
+
+@pytest.mark.parametrize("index", range(len(python_blocks("docs/async-and-streaming.md"))))
+def test_docs_async_and_streaming_examples_run(index):
+    run_block("docs/async-and-streaming.md", index)

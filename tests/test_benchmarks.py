@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from benchmarks import _backends, _report, boundary, fanout, overhead, robot_fanout, startup
+from benchmarks import _backends, _report, boundary, fanout, network_io_scale, overhead, robot_fanout, startup
 
 RL, PPE, MP = "robotlab WorkerPool", "ProcessPoolExecutor", "multiprocessing.Pool"
 RL_SUB = "robotlab WorkerPool (subinterpreter)"
@@ -184,3 +184,11 @@ def test_ray_break_even_holds_from_a_size_on_not_at_one_lucky_size():
     assert _from_on(walls, lambda wall: wall["x"] == 1) == 0.02
     assert _from_on(walls, lambda wall: wall["x"] >= 0) == 0.001
     assert _from_on(walls, lambda wall: wall["x"] == 0) is None
+
+
+def test_network_io_scale_quick(capsys):
+    figures = network_io_scale.main(quick=True)
+    check_figures(figures, "network_io_scale", {"median_s", "peak_rss_mb", "chain", "streaming", "speedup_auto_vs_32"},
+                  {"fanout_wall", "fanout_rss", "chain_overhead", "first_delta"})
+    assert figures["median_s"].keys() == set(network_io_scale.CONTENDERS) == figures["peak_rss_mb"].keys()
+    assert "ms/task" in capsys.readouterr().out

@@ -82,6 +82,10 @@ class EventEmitter:
         """Number an event and send it to the sink."""
         self.sink(self.event(type_, result, **data))
 
+    def delta(self, kind: str, data: dict[str, Any]) -> None:
+        """A model's streamed delta (``kind`` "text" or "tool_call", as models report them) as an event."""
+        self.emit("text.delta" if kind == "text" else "tool_call.arguments.delta", **data)
+
 
 _END = object()
 

@@ -66,10 +66,15 @@ class NetworkRun:
         self.tasks = network.tasks
         self.outcomes: dict[str, TaskOutcome] = {}
         self._waiting = {n: set(t.dependencies) for n, t in self.tasks.items() if not t.optional}
-        self._running: dict[asyncio.Task[None], str] = {}
+        self._dependants: dict[str, list[str]] = {n: [] for n in self.tasks}
+        for t in self.tasks.values():
+            for dependency in t.dependencies:
+                self._dependants[dependency].append(t.name)
+        self._running: dict[asyncio.Future[None], str] = {}
         self._started_optional: set[str] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots: asyncio.Semaphore | None = None
+        self._all_done: asyncio.Future[None] | None = None
         self._t0 = 0.0
 
     def activate(self, name: str) -> None:
@@ -90,13 +95,16 @@ class NetworkRun:
         self._loop = asyncio.get_running_loop()
         limit = self.network.concurrency
         self._slots = asyncio.Semaphore(AUTO_CONCURRENCY if limit == "auto" else limit)
+        self._all_done = self._loop.create_future()
         token = _current_run.set(self)
         try:
-            self._start_ready()
-            while self._running:
-                done, _ = await asyncio.wait(self._running, return_when=asyncio.FIRST_COMPLETED)
-                for job in done:
-                    self._settle(self._running.pop(job))
+            for name in [n for n, deps in self._waiting.items() if not deps]:
+                del self._waiting[name]
+                self._start(name)
+            if self._running:
+                # Each task settles its dependants as it ends (a done-callback): no pass over
+                # all running tasks per completion, which would make wide networks quadratic.
+                await self._all_done
         except BaseException:
             await self._cancel_running()
             raise
@@ -115,38 +123,54 @@ class NetworkRun:
         )
 
     async def _cancel_running(self) -> None:
-        for job in self._running:
+        jobs = list(self._running)
+        for job in jobs:
             job.cancel()
-        await asyncio.gather(*self._running, return_exceptions=True)
-        self._running.clear()
+        await asyncio.gather(*jobs, return_exceptions=True)
 
     # -- scheduling ------------------------------------------------------------
 
     def _start(self, name: str) -> None:
-        self._running[asyncio.ensure_future(self._run_task(self.tasks[name]))] = name
-
-    def _start_ready(self) -> None:
-        for name in [n for n, deps in self._waiting.items() if not deps]:
-            del self._waiting[name]
-            self._start(name)
+        job = asyncio.ensure_future(self._run_task(self.tasks[name]))
+        self._running[job] = name
+        job.add_done_callback(self._finished)
 
     def _start_optional(self, name: str) -> None:
+        assert self._all_done is not None
+        if self._all_done.done():  # activated as the run ended: nothing is left to run it
+            return
         if name not in self._started_optional and name not in self.outcomes:
             self._started_optional.add(name)
             self._start(name)
 
+    def _finished(self, job: asyncio.Future[None]) -> None:
+        name = self._running.pop(job)
+        assert self._all_done is not None
+        if job.cancelled():
+            return  # the run is being cancelled: _cancel_running waits for every task itself
+        if job.exception() is not None:  # a bug in the scheduler itself: end the run with it
+            if not self._all_done.done():
+                self._all_done.set_exception(job.exception())
+            return
+        self._settle(name)
+        if not self._running and not self._all_done.done():
+            self._all_done.set_result(None)
+
     def _settle(self, name: str) -> None:
-        """Release dependants of a finished task, or fail them when it failed."""
+        """Start the dependants a finished task was the last dependency of, or fail them when it failed."""
         failed = self.outcomes[name].status != "ok"
-        for dependant, deps in list(self._waiting.items()):
-            if name not in deps:
+        for dependant in self._dependants[name]:
+            deps = self._waiting.get(dependant)
+            if deps is None:
                 continue
             if failed:
                 del self._waiting[dependant]
                 self._fail_upstream(dependant, name)
             else:
                 deps.discard(name)
-        self._start_ready()
+                if not deps:
+                    del self._waiting[dependant]
+                    self._start(dependant)
 
     def _fail_upstream(self, name: str, failed_dependency: str) -> None:
         cause = self.outcomes[failed_dependency].error
@@ -158,7 +182,7 @@ class NetworkRun:
         Hooks.call("on_error", ctx, self.registries)
         self.outcomes[name] = TaskOutcome(name, "failed", error=error, finished=self._now())
         self._emitter(task).emit("task.failed", error=str(error))
-        for child in [t.name for t in self.tasks.values() if name in t.dependencies]:
+        for child in self._dependants[name]:
             if child not in self.outcomes:
                 self._waiting.pop(child, None)
                 self._fail_upstream(child, name)

@@ -126,7 +126,7 @@ class RobotRun:
             robot=self.robot, network=ctx.network, task=ctx.task, memory=ctx.memory, config=cfg,
             request=ctx.request, iteration=iteration,
         )
-        on_delta = None if self.events is None else self._on_delta
+        on_delta = None if self.events is None else self.events.delta
 
         async def body() -> LlmReply:
             try:
@@ -149,9 +149,6 @@ class RobotRun:
             if overspent is not None:
                 raise overspent
         return reply
-
-    def _on_delta(self, kind: str, data: dict[str, Any]) -> None:
-        self._emit("text.delta" if kind == "text" else "tool_call.arguments.delta", **data)
 
     # -- tool calls ------------------------------------------------------------
 

@@ -54,6 +54,8 @@ class HookRegistry:
 
     def registrations_for(self, hook_name: str) -> list[Registration]:
         """Only the registrations whose handler implements *hook_name*."""
+        if not self._registrations:  # most registries are empty: skip the lock on the hot path
+            return []
         with self._lock:
             return [r for r in self._registrations if r.handler_class.implements(hook_name)]
 

@@ -141,10 +141,14 @@ class LedgerEndpoint(Endpoint):
 
 
 class ModelEndpoint(Endpoint):
-    """A model's ``complete(request)``: the LLM call runs here, on a thread of its own."""
+    """A model's ``complete(request)``: the LLM call runs here, on a thread of its own.
 
-    def __init__(self, model: Any) -> None:
+    With *on_delta* (a streamed run), the call streams and its deltas go there as they come.
+    """
+
+    def __init__(self, model: Any, on_delta: Callable[[str, dict[str, Any]], None] | None = None) -> None:
         self.model = model
+        self.on_delta = on_delta
 
     def blocks(self, op: str, args: tuple) -> bool:
         return op == "complete"
@@ -153,5 +157,12 @@ class ModelEndpoint(Endpoint):
         if op == "complete":
             # The provider's raw response (litellm's pydantic objects) stays here: unpickling it in the
             # worker would import litellm there, and a subinterpreter cannot load pydantic_core at all.
-            return dataclasses.replace(self.model.complete(*args), raw=None)
+            if self.on_delta is None:
+                reply = self.model.complete(*args)
+            else:
+                from robotlab.llm.calls import complete_async
+                from robotlab.sync_bridge import run_sync
+
+                reply = run_sync(lambda: complete_async(self.model, *args, self.on_delta))
+            return dataclasses.replace(reply, raw=None)
         raise self.unknown(op)

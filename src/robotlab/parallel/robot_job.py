@@ -164,7 +164,8 @@ async def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Seq
     effective = robot.effective_config(network, run_overrides)
     memory = memory if memory is not None else robot.memory
     endpoints = {**(endpoints or {}), "memory": MemoryEndpoint(memory),
-                 "model": ModelEndpoint(resolve_model(robot._model(effective)))}
+                 "model": ModelEndpoint(resolve_model(robot._model(effective)),
+                                          on_delta=None if events is None else events.delta)}
     own_ledger = robot._ledger_for(effective)
     if own_ledger is not None:
         endpoints["robot_ledger"] = LedgerEndpoint(own_ledger)
@@ -314,6 +315,12 @@ class _ModelProxy:
 
     def complete(self, request: Any) -> Any:
         return self._remote.call("complete", request)
+
+    async def acomplete(self, request: Any, on_delta: Any = None) -> Any:
+        # The parent streams the call's deltas into the run's events itself: none are sent from here.
+        from robotlab.sync_bridge import in_thread
+
+        return await in_thread(self.complete, request)
 
 
 class _LedgerProxy:
