@@ -77,3 +77,16 @@ async def async_cancels_itself() -> str:
     asyncio.get_running_loop().call_soon(inner.cancel)
     await inner
     return "never"
+
+
+class HangAndTell(Tool):
+    """Write this worker's pid to memory, then hang."""
+
+    name = "hang_and_tell"
+    description = "Hang."
+    parallel_safe = True
+
+    async def execute(self, key: str) -> str:
+        self.memory.set(key, os.getpid())
+        await asyncio.sleep(60)
+        return "never"

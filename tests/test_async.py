@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import threading
 import time
@@ -14,6 +15,7 @@ from robotlab import Hook
 from robotlab.llm import LiteLLMModel, ScriptedModel, call
 from tests.async_jobs import (
     AsyncMemoryTool,
+    HangAndTell,
     async_cancels_itself,
     async_echo,
     async_fails,
@@ -23,7 +25,7 @@ from tests.async_jobs import (
     sync_io_wait,
     sync_times_out,
 )
-from tests.backends import use
+from tests.backends import gone, use
 from tests.doc_blocks import python_blocks, run_block
 from tests.openai_server import Script, completion, serve
 
@@ -294,6 +296,44 @@ def test_a_worker_mode_network_runs_async_tools_and_async_memory_reads(mode):
     assert result.ok, result.errors
     assert result["write"].result.tool_calls[0].result["text"] == "a"
     assert result["read"].result.tool_calls[0].result == "k=v"
+
+
+def test_cancelling_a_process_mode_network_stops_its_running_worker_job():
+    net = robotlab.create_network(name="stop-me", parallel_mode="process")
+    net.task("hang", _robot([call("hang_and_tell", key="pid"), "never"], [HangAndTell], name="h"), tools="inherit")
+
+    async def main():
+        run = asyncio.ensure_future(net.run_async("go"))
+        pid = await net.memory.get_async("pid", wait=60)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        return pid
+
+    pid = asyncio.run(main())
+    assert pid != os.getpid() and gone([pid], within=10)  # its worker was stopped, not left running the job
+    quick = robotlab.create_network(name="after", parallel_mode="process")
+    quick.task("t", _robot(["still serving"], name="q"))
+    assert quick.run("go").value == "still serving"
+
+
+def test_pool_stop_cancels_a_queued_job_and_stops_a_running_one():
+    from robotlab.parallel import WorkerPool
+
+    with WorkerPool(1, backend="process") as pool:
+        running = pool.submit(time.sleep, 60)
+        queued = pool.submit(os.getpid)
+        deadline = time.monotonic() + 30
+        while not running.running() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert pool.stop(queued) and queued.cancelled()
+        assert pool.stop(running)
+        with pytest.raises(concurrent.futures.CancelledError, match="was stopped"):
+            running.result(timeout=30)
+        assert pool.submit(os.getpid).result(timeout=30) > 0  # the replacement worker serves
+        done = pool.submit(os.getpid)
+        done.result(timeout=30)
+        assert pool.stop(done) is False
 
 
 # -- streaming -------------------------------------------------------------------

@@ -111,6 +111,7 @@ class _Job:
     worker: _Worker | None = None  # the one it was last sent to
     profile: tuple[str, str] = ("call", "")  # (kind, target): its run time is learned under this key
     endpoints: dict[int, Endpoint] = field(default_factory=dict)  # parent objects it may call, by id
+    stopped: bool = False  # WorkerPool.stop() was called while it ran
 
 
 class _PoolFuture(Future):
@@ -354,6 +355,25 @@ class WorkerPool(Executor):
                     future.cancel()
 
         return results()
+
+    def stop(self, future: Future) -> bool:
+        """Stop the job of *future* however far it got; returns False when it had already finished.
+
+        A queued job is cancelled (``future.cancel()``). A running one's worker is
+        stopped and replaced (process and Ray backends; a subinterpreter or thread
+        cannot be stopped, so it is abandoned and replaced) and the future raises
+        ``CancelledError``. Cancelling an ``await asyncio.wrap_future(future)`` of a
+        robot run or tool call does this.
+        """
+        if future.cancel():
+            return True
+        with self._lock:
+            job = next((w.jobs[0] for w in self._workers if w.jobs and w.jobs[0].future is future), None)
+            if job is None or future.done():
+                return False
+            job.stopped, job.deadline = True, float("-inf")
+        self._wake()
+        return True
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop accepting jobs; finish the queued ones (or cancel them) and stop the workers."""
@@ -788,7 +808,8 @@ class WorkerPool(Executor):
                 # and its loop ends once the job returns) and join it at shutdown.
                 self._abandoned.append(handle)
                 fate = f"was abandoned (a running {self._backend.name} worker cannot be stopped) and replaced"
-            settled.append((job.future, JobTimeout(
+            settled.append((job.future, CancelledError(
+                f"{job.target} was stopped; worker {handle.label} {fate}") if job.stopped else JobTimeout(
                 f"{job.target} ran past its timeout of {job.timeout} s; worker {handle.label} {fate}")))
             self._replace(worker)
             if self._backend.can_kill:

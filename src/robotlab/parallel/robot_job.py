@@ -23,7 +23,6 @@ with the result, so a robot behaves as in thread mode from one task to the next.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import weakref
 from collections.abc import Sequence
@@ -35,6 +34,7 @@ from robotlab.errors import ConfigurationError, RactorBoundaryError, ToolLoopErr
 from robotlab.events import Event, EventEmitter
 from robotlab.hooks import HookRegistry, global_hooks
 from robotlab.parallel import shipped_hooks
+from robotlab.parallel.awaiting import awaited
 from robotlab.parallel.boundary import FrozenDict, freeze_deep, resolve
 from robotlab.parallel.endpoints import Endpoint
 from robotlab.parallel.parent_calls import RemoteEndpoint, endpoint
@@ -180,7 +180,7 @@ async def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Seq
         future = pool._submit("call", f"{__name__}:run_robot", (spec, str(message), tools, mcp, where), {}, None,
                               endpoints=endpoints)
         try:
-            result, learnings = await asyncio.wrap_future(future)
+            result, learnings = await awaited(pool, future)
         except ToolLoopError as exc:
             robot._broken_by = exc  # as in thread mode: clear_messages() before the next run
             raise

@@ -7,12 +7,12 @@ the run's ``tool_call`` hooks, so the robot sees what it would see in-process.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from robotlab.configuration import RunConfig
 from robotlab.errors import JobTimeout, WorkerCrashed
 from robotlab.llm import ToolCall
+from robotlab.parallel.awaiting import awaited
 from robotlab.parallel.shared_pools import default_pool
 from robotlab.tools import Tool
 
@@ -29,7 +29,7 @@ async def call_on_pool(tool: Tool, call: ToolCall, cfg: RunConfig) -> tuple[Any,
     future = pool.submit_tool(type(tool), call.arguments, memory=tool.memory,
                               errors="raise" if tool.raise_on_error else "text")
     try:
-        result = await asyncio.wrap_future(future)
+        result = await awaited(pool, future)
     except (WorkerCrashed, JobTimeout) as exc:
         if tool.raise_on_error:
             raise
