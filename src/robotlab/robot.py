@@ -169,13 +169,16 @@ class Robot(RobotMessaging):
     def _registries(self, network: Any) -> list[HookRegistry | None]:
         return [global_hooks(), getattr(network, "hooks", None), self.hooks]
 
-    def _select_tools(self, tools: str | Sequence[str]) -> ToolManifest:
+    def _select_tools(self, tools: str | Sequence[Any]) -> ToolManifest:
+        """The local tools a run offers: ``tools=`` entries are names, or Tool classes standing for theirs."""
         if tools == "none":
             return ToolManifest()
         if tools == "inherit":
             return self.tools
         if isinstance(tools, str) or not isinstance(tools, Sequence):
-            raise ConfigurationError(f"tools must be 'none', 'inherit' or a list of tool names, got {tools!r}")
+            raise ConfigurationError(
+                f"tools must be 'none', 'inherit' or a list of tool names or Tool classes, got {tools!r}"
+            )
         return self.tools.select(tools)
 
     def run(self, message: str, **options: Any) -> RobotResult:

@@ -42,7 +42,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from robotlab.errors import ConfigurationError, ToolError, ToolNotFoundError, retryable
@@ -80,8 +80,14 @@ class Param:
     required: bool = True
     enum: tuple[Any, ...] | None = None
     items: str | None = None  # element type of an "array"
+    # Set for a parameter annotated with a non-plain type: pydantic's schema (its "$defs" are
+    # hoisted to the parameters schema) and the TypeAdapter that validates and converts it.
+    json_schema: Mapping[str, Any] | None = field(default=None, compare=False)
+    adapter: Any = field(default=None, compare=False, repr=False)
 
     def schema(self) -> dict[str, Any]:
+        if self.json_schema is not None:
+            return {k: v for k, v in self.json_schema.items() if k != "$defs"}
         out: dict[str, Any] = {"type": self.type}
         if self.desc:
             out["description"] = self.desc
@@ -114,37 +120,77 @@ def param(
     return spec
 
 
-def _json_type(annotation: Any) -> tuple[str, bool, tuple[Any, ...] | None]:
-    """(JSON type, optional?, enum) for a Python annotation."""
+_PLAIN = (("boolean", bool), ("integer", int), ("number", float), ("string", str),
+          ("array", list), ("array", tuple), ("object", dict))
+
+
+def _plain_json_type(annotation: Any) -> tuple[str, bool, tuple[Any, ...] | None] | None:
+    """(JSON type, optional?, enum) for a plain annotation; ``None`` for one that needs pydantic.
+
+    Plain: bare ``str`` / ``int`` / ``float`` / ``bool`` / ``list`` / ``tuple`` / ``dict``,
+    a ``Literal`` of one such type, or ``Optional`` of either.
+    """
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, types.UnionType):
         members = [a for a in typing.get_args(annotation) if a is not type(None)]
-        optional = len(members) < len(typing.get_args(annotation))
-        json_type, _, enum = _json_type(members[0]) if len(members) == 1 else ("string", False, None)
-        return json_type, optional, enum
+        plain = _plain_json_type(members[0]) if len(members) == 1 else None
+        return None if plain is None else (plain[0], len(members) < len(typing.get_args(annotation)), plain[2])
     if origin is typing.Literal:
         values = typing.get_args(annotation)
-        return _json_type(type(values[0]))[0], False, values
+        kinds = {type(v) for v in values}
+        plain = _plain_json_type(kinds.pop()) if len(kinds) == 1 else None
+        return None if plain is None or plain[0] in ("array", "object") else (plain[0], False, values)
+    if origin is not None and typing.get_args(annotation):
+        return None  # list[int], dict[str, Model], Annotated[...]: pydantic's schema
     base = origin or annotation
-    for json_type, py in (
-        ("boolean", bool), ("integer", int), ("number", float), ("string", str),
-        ("array", list), ("array", tuple), ("object", dict),
-    ):
-        if base is py:
-            return json_type, False, None
-    return "string", False, None
+    return next(((json_type, False, None) for json_type, py in _PLAIN if base is py), None)
 
 
-def params_from_signature(fn: Callable[..., Any]) -> list[Param]:
-    """Derive :class:`Param` declarations from a typed function signature."""
-    hints = typing.get_type_hints(fn)
+def _type_hints(fn: Callable[..., Any], where: str) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # an unresolvable forward reference must not degrade to "string"
+        raise ConfigurationError(f"{where}: cannot resolve the annotations of {fn.__qualname__}: {exc}") from exc
+
+
+def params_from_signature(fn: Callable[..., Any], tool_name: str | None = None) -> list[Param]:
+    """Derive :class:`Param` declarations from a typed function signature.
+
+    Plain annotations map to JSON types directly; any other annotation gets the
+    schema pydantic produces (imported only then). One pydantic cannot handle
+    raises ``ConfigurationError`` naming the tool, parameter and annotation.
+    """
+    where = f"tool {tool_name or fn.__name__!r}"
+    hints = _type_hints(fn, where)
     out = []
     for p in inspect.signature(fn).parameters.values():
         if p.name in ("self", "cls") or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
-        json_type, optional, enum = _json_type(hints.get(p.name, str))
-        out.append(Param(p.name, json_type, "", p.default is p.empty and not optional, enum))
+        annotation = hints.get(p.name, str)
+        plain = _plain_json_type(annotation)
+        if plain is not None:
+            json_type, optional, enum = plain
+            out.append(Param(p.name, json_type, "", p.default is p.empty and not optional, enum))
+            continue
+        from robotlab import tool_schemas
+
+        spec = tool_schemas.typed_spec(annotation, f"{where}, parameter {p.name!r}")
+        required = p.default is p.empty and not tool_schemas.accepts_none(annotation)
+        kind = spec.json_schema.get("type")
+        out.append(Param(p.name, kind if kind in JSON_TYPES else "object", "", required,
+                         json_schema=spec.json_schema, adapter=spec.adapter))
     return out
+
+
+def returns_from_signature(fn: Callable[..., Any], tool_name: str | None = None) -> Any:
+    """The pydantic ``TypeAdapter`` of a non-plain return annotation, or ``None`` (plain or unannotated)."""
+    where = f"tool {tool_name or fn.__name__!r}"
+    annotation = _type_hints(fn, where).get("return", inspect.Signature.empty)
+    if annotation in (inspect.Signature.empty, None, type(None), Any) or _plain_json_type(annotation) is not None:
+        return None
+    from robotlab import tool_schemas
+
+    return tool_schemas.typed_spec(annotation, f"{where}, return value").adapter
 
 
 class Tool:
@@ -165,6 +211,8 @@ class Tool:
     ractor_safe: ClassVar[bool] = False  # robot_lab's name for parallel_safe; kept in sync
     raise_on_error: ClassVar[bool] = False
     params: ClassVar[tuple[Param, ...]] = ()
+    # pydantic TypeAdapter of a non-plain return annotation of execute (None: results pass as they are)
+    return_adapter: ClassVar[Any] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -179,7 +227,11 @@ class Tool:
             inherited.update({p.name: p for p in declared})
             cls.params = tuple(inherited.values())
         elif not cls.params and "execute" in cls.__dict__:
-            cls.params = tuple(params_from_signature(cls.__dict__["execute"]))
+            cls.params = tuple(params_from_signature(cls.__dict__["execute"], cls.name))
+        if "execute" in cls.__dict__ and "return_adapter" not in cls.__dict__:
+            cls.return_adapter = returns_from_signature(cls.__dict__["execute"], cls.name)
+        if any(p.json_schema is not None for p in cls.params):
+            cls.parameters_schema()  # a $defs name clash is a definition-time error
 
     def __init__(self, *, robot: Any = None, memory: Any = None) -> None:
         self.robot = robot
@@ -187,12 +239,25 @@ class Tool:
 
     @classmethod
     def parameters_schema(cls) -> dict[str, Any]:
-        """The JSON schema of the arguments."""
-        return {
+        """The JSON schema of the arguments (with the ``$defs`` of typed parameters at the top)."""
+        out: dict[str, Any] = {
             "type": "object",
             "properties": {p.name: p.schema() for p in cls.params},
             "required": [p.name for p in cls.params if p.required],
         }
+        typed = [(p.name, p.json_schema) for p in cls.params if p.json_schema is not None]
+        if typed:
+            from robotlab.tool_schemas import hoist_defs
+
+            defs = hoist_defs(typed, cls.name)
+            if defs:
+                out["$defs"] = defs
+        return out
+
+    @classmethod
+    def returns_schema(cls) -> dict[str, Any] | None:
+        """pydantic's JSON schema of ``execute``'s return annotation, or ``None`` when it is plain or absent."""
+        return None if cls.return_adapter is None else cls.return_adapter.json_schema()
 
     @classmethod
     def schema(cls) -> dict[str, Any]:
@@ -206,15 +271,26 @@ class Tool:
         raise NotImplementedError(f"{type(self).__qualname__} must implement execute()")
 
     def validate(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        """Check *args* against the schema; raises ``ToolError`` describing every problem."""
+        """Check *args* against the schema; raises ``ToolError`` describing every problem.
+
+        Returns the arguments for ``execute``: typed parameters converted by
+        pydantic (a dict becomes the model, an ISO string a ``datetime``).
+        """
         known = {p.name: p for p in self.params}
         problems = [f"unknown parameter {k!r}" for k in args if k not in known]
+        converted = {k: v for k, v in args.items() if v is not None}
         for p in self.params:
             if p.name not in args or args[p.name] is None:
                 if p.required:
                     problems.append(f"missing required parameter {p.name!r}")
                 continue
             value = args[p.name]
+            if p.adapter is not None:
+                from robotlab.tool_schemas import validate_value
+
+                converted[p.name], found = validate_value(p.adapter, p.name, value)
+                problems += found
+                continue
             ok = isinstance(value, _PY_TYPES[p.type]) and not (
                 p.type in ("integer", "number") and isinstance(value, bool)
             )
@@ -224,7 +300,15 @@ class Tool:
                 problems.append(f"{p.name!r} must be one of {list(p.enum)}, got {value!r}")
         if problems:
             raise ToolError("invalid arguments: " + "; ".join(problems))
-        return {k: v for k, v in args.items() if v is not None}
+        return converted
+
+    def _result(self, value: Any) -> Any:
+        """*value* as the model should see it: JSON-ready data when the return annotation is typed."""
+        if self.return_adapter is None:
+            return value
+        from robotlab.tool_schemas import dump_result
+
+        return dump_result(self.return_adapter, self.name, value)
 
     def format_error(self, exc: BaseException) -> str:
         text = f"Error ({self.name}): {exc}"
@@ -253,7 +337,7 @@ class Tool:
 
         def body() -> Any:
             try:
-                ctx.tool_result = self.execute(**self.validate(ctx.tool_args))
+                ctx.tool_result = self._result(self.execute(**self.validate(ctx.tool_args)))
             except Exception as exc:
                 self._failed(ctx, exc, raising)
             return ctx.tool_result
@@ -275,9 +359,9 @@ class Tool:
             try:
                 validated = self.validate(ctx.tool_args)
                 if self.is_async:
-                    ctx.tool_result = await self.execute(**validated)
+                    ctx.tool_result = self._result(await self.execute(**validated))
                 else:
-                    ctx.tool_result = await in_thread(self.execute, **validated)
+                    ctx.tool_result = self._result(await in_thread(self.execute, **validated))
             except asyncio.CancelledError as exc:
                 task = asyncio.current_task()
                 if task is not None and task.cancelling():
@@ -355,7 +439,8 @@ def tool(
             "name": name or func.__name__,
             "description": description if description is not None else doc.split("\n\n")[0].strip(),
             "parallel_safe": parallel_safe,
-            "params": tuple(params_from_signature(func)),
+            "params": tuple(params_from_signature(func, name or func.__name__)),
+            "return_adapter": returns_from_signature(func, name or func.__name__),
             "__module__": func.__module__,
             "__qualname__": func.__qualname__,
             "__doc__": func.__doc__,
@@ -374,6 +459,16 @@ def as_tool_class(obj: Any) -> type[Tool]:
             f"{obj!r} is not a robotlab Tool; subclass robotlab.Tool or decorate a function with @robotlab.tool"
         )
     return cls
+
+
+def tool_name(entry: str | type[Tool] | Tool) -> str:
+    """The name a ``tools=[...]`` entry selects: a name as it is, a Tool class or instance by its ``name``."""
+    return entry if isinstance(entry, str) else as_tool_class(entry).name
+
+
+def tool_names(entries: Iterable[str | type[Tool] | Tool]) -> list[str]:
+    """:func:`tool_name` of each entry (``ConfigurationError`` for one that is neither a name nor a Tool)."""
+    return [tool_name(e) for e in entries]
 
 
 class ToolManifest:
@@ -410,9 +505,21 @@ class ToolManifest:
             available = ", ".join(self._tools) or "none"
             raise ToolNotFoundError(f"Tool {name!r} not found. Available tools: {available}") from None
 
-    def select(self, names: Iterable[str]) -> ToolManifest:
-        """A manifest of just *names* (each must exist)."""
-        return ToolManifest(self.resolve(n) for n in names)
+    def select(self, names: Iterable[str | type[Tool] | Tool]) -> ToolManifest:
+        """A manifest of just *names* (each must exist): tool names, or Tool classes standing for theirs.
+
+        A class selects this manifest's tool of the same name, which must be an instance of it.
+        """
+        chosen = []
+        for entry in names:
+            found = self.resolve(tool_name(entry))
+            if not isinstance(entry, str) and not isinstance(found, as_tool_class(entry)):
+                raise ConfigurationError(
+                    f"tools=[{as_tool_class(entry).__qualname__}]: the tool named {found.name!r} here is a "
+                    f"{type(found).__qualname__}, not that class"
+                )
+            chosen.append(found)
+        return ToolManifest(chosen)
 
     def schemas(self) -> list[dict[str, Any]]:
         return [type(t).schema() for t in self._tools.values()]

@@ -30,7 +30,7 @@ from typing import Any
 
 from robotlab.errors import ConfigurationError, ToolNotFoundError
 from robotlab.mcp.config import MCPServer
-from robotlab.tools import Tool, ToolManifest
+from robotlab.tools import Tool, ToolManifest, tool_names
 
 __all__ = ["offered_tools", "select_servers"]
 
@@ -64,12 +64,14 @@ def offered_tools(local: ToolManifest, remote: Sequence[Tool], tools: Any) -> To
         chosen = list(remote)
     elif tools == "inherit":
         chosen = [*local, *remote]
-    elif isinstance(tools, str) or not isinstance(tools, Sequence) or not all(isinstance(n, str) for n in tools):
-        raise ConfigurationError(f"tools must be 'none', 'inherit' or a list of tool names, got {tools!r}")
+    elif isinstance(tools, str) or not isinstance(tools, Sequence):
+        raise ConfigurationError(
+            f"tools must be 'none', 'inherit' or a list of tool names or Tool classes, got {tools!r}"
+        )
     else:
         everything = [*local, *remote]
         chosen = []
-        for name in dict.fromkeys(tools):
+        for name in dict.fromkeys(tool_names(tools)):  # a Tool class stands for its name
             matches = [t for t in everything if t.name == name]
             if not matches:
                 available = ", ".join(dict.fromkeys(t.name for t in everything)) or "none"
