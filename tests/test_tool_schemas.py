@@ -6,6 +6,7 @@ import enum
 import json
 import sys
 import textwrap
+import types
 from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal, Optional
@@ -19,7 +20,7 @@ from typing_extensions import TypedDict
 import robotlab
 from robotlab import ConfigurationError, Tool, ToolManifest, tool
 from robotlab.llm import ScriptedModel
-from tests.doc_blocks import python_blocks, run_block
+from tests.doc_blocks import python_blocks
 
 
 class Color(enum.Enum):
@@ -312,5 +313,11 @@ OFFLINE_BLOCKS = [i for i, code in enumerate(python_blocks("docs/robots-and-tool
 
 
 @pytest.mark.parametrize("index", OFFLINE_BLOCKS)
-def test_docs_robots_and_tools_examples_run(index):
-    run_block("docs/robots-and-tools.md", index, robotlab=robotlab)
+def test_docs_robots_and_tools_examples_run(index, monkeypatch):
+    # pydantic resolves a model's field types through sys.modules[Model.__module__]: the block
+    # runs as a registered module, as user code does (exec'd classes would claim "builtins").
+    module = types.ModuleType(f"docs_robots_and_tools_{index}")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    module.robotlab = robotlab
+    exec(compile(python_blocks("docs/robots-and-tools.md")[index], f"docs/robots-and-tools.md[{index}]", "exec"),
+         module.__dict__)
