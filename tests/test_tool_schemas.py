@@ -4,6 +4,7 @@ import asyncio
 import dataclasses
 import enum
 import json
+import os
 import sys
 import textwrap
 import types
@@ -321,3 +322,21 @@ def test_docs_robots_and_tools_examples_run(index, monkeypatch):
     module.robotlab = robotlab
     exec(compile(python_blocks("docs/robots-and-tools.md")[index], f"docs/robots-and-tools.md[{index}]", "exec"),
          module.__dict__)
+
+
+def test_typed_tool_on_a_process_worker_gets_converted_arguments():
+    from robotlab.llm import call
+    from robotlab.parallel import shutdown_pool
+    from tests import typed_tool_jobs
+
+    robot = robotlab.build(name="till", model=ScriptedModel([
+        call("checkout", lines=[{"sku": "a", "qty": "2"}], at="2024-01-01T10:00:00"), "done"]),
+        local_tools=[typed_tool_jobs.checkout], pool_backend="process")
+    try:
+        result = robot.run("go", tools=[typed_tool_jobs.checkout])
+    finally:
+        shutdown_pool()
+    (done,) = result.tool_calls
+    assert done.error is None, done.result
+    assert done.result["lines"] == [{"sku": "a", "qty": 2}] and done.result["at"] == "2024-01-01T10:00:00"
+    assert done.result["pid"] != os.getpid() and done.where == "process"
