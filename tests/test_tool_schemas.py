@@ -340,3 +340,20 @@ def test_typed_tool_on_a_process_worker_gets_converted_arguments():
     assert done.error is None, done.result
     assert done.result["lines"] == [{"sku": "a", "qty": 2}] and done.result["at"] == "2024-01-01T10:00:00"
     assert done.result["pid"] != os.getpid() and done.where == "process"
+
+
+def test_typed_tool_on_a_subinterpreter_pool_is_a_clear_dependency_error():
+    from robotlab.llm import call
+    from robotlab.parallel import shutdown_pool
+    from robotlab.testing import available_backends
+    from tests import typed_tool_jobs
+
+    if "subinterpreter" not in available_backends():
+        pytest.skip("subinterpreters need CPython 3.13+ with robotlab[subinterpreters]")
+    robot = robotlab.build(name="till", model=ScriptedModel([call("checkout", lines=[], at="2024-01-01"), "done"]),
+                           local_tools=[typed_tool_jobs.checkout], pool_backend="subinterpreter")
+    try:
+        with pytest.raises(robotlab.errors.DependencyError, match=r"pydantic_core.*backend='process'"):
+            robot.run("go", tools=[typed_tool_jobs.checkout])
+    finally:
+        shutdown_pool()
