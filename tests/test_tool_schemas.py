@@ -171,6 +171,19 @@ def test_typed_return_value_becomes_json_data():
     assert wrong().call({}).startswith("Error (wrong): returned a value that does not match its return annotation")
 
 
+def test_json_native_return_values_need_no_adapter():
+    @tool
+    def names() -> dict[str, list[int] | None]:
+        return {"a": [1]}
+
+    @tool
+    def moment() -> list[datetime]:
+        return [datetime(2024, 1, 1)]
+
+    assert names.return_adapter is None and names.returns_schema() is None and names().call({}) == {"a": [1]}
+    assert moment().call({}) == ["2024-01-01T00:00:00"]
+
+
 def test_unschemable_annotation_fails_at_definition_time():
     class Opaque:
         pass
@@ -292,6 +305,14 @@ def test_typed_tool_in_a_subinterpreter_fails_clearly():
             def plain(a: int) -> int:
                 return a
             assert plain().call({"a": 1}) == 1  # plain tools need no pydantic
+            @tool
+            def tags(names: list[str], limit: dict[str, int] | None = None) -> list[str]:
+                return names
+            # JSON-native containers fall back to their coarse type where pydantic cannot load
+            assert tags.parameters_schema()["properties"] == {"names": {"type": "array", "items": {}},
+                                                              "limit": {"type": "object"}}
+            assert tags().call({"names": ["a"]}) == ["a"] and tags.return_adapter is None
+            assert "must be array" in tags().call({"names": "a"})
             try:
                 @tool
                 def stamp(at: datetime) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 from robotlab.errors import ConfigurationError, ToolError
 
-__all__ = ["TypedSpec", "accepts_none", "hoist_defs", "typed_spec"]
+__all__ = ["TypedSpec", "accepts_none", "dump_result", "hoist_defs", "pydantic_loads", "typed_spec", "validate_value"]
 
 
 class TypedSpec(typing.NamedTuple):
@@ -38,6 +38,21 @@ def _pydantic(where: str, annotation: Any) -> Any:
             "use the process or thread backend, or plain str/int/float/bool/list/dict parameters"
         ) from exc
     return pydantic
+
+
+_LOADS: list[bool] = []  # memo of pydantic_loads(): a failed import is slow to repeat
+
+
+def pydantic_loads() -> bool:
+    """Whether pydantic can be imported in this interpreter (not in an isolated subinterpreter)."""
+    if not _LOADS:
+        try:
+            import pydantic  # noqa: F401
+        except ImportError:
+            _LOADS.append(False)
+        else:
+            _LOADS.append(True)
+    return _LOADS[0]
 
 
 def typed_spec(annotation: Any, where: str) -> TypedSpec:

@@ -146,6 +146,27 @@ def _plain_json_type(annotation: Any) -> tuple[str, bool, tuple[Any, ...] | None
     return next(((json_type, False, None) for json_type, py in _PLAIN if base is py), None)
 
 
+def _json_native(annotation: Any) -> bool:
+    """Whether values of *annotation* are JSON data already (``list[str]``, ``dict[str, int | None]``...)."""
+    if annotation in (None, type(None), Any, Ellipsis) or _plain_json_type(annotation) is not None:
+        return True
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is dict:
+        return len(args) == 2 and args[0] is str and _json_native(args[1])
+    return origin in (list, tuple, typing.Union, types.UnionType) and all(_json_native(a) for a in args)
+
+
+def _coarse_param(name: str, annotation: Any, required: bool) -> Param | None:
+    """The pre-pydantic Param of a JSON-native container (``list[str]`` → "array"), for where pydantic cannot load."""
+    members = [a for a in typing.get_args(annotation) if a is not type(None)]
+    optional = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    base = members[0] if optional and len(members) == 1 else annotation
+    plain = _plain_json_type(typing.get_origin(base) or base)
+    if not _json_native(annotation) or plain is None or (optional and len(members) != 1):
+        return None
+    return Param(name, plain[0], "", required and not optional)
+
+
 def _type_hints(fn: Callable[..., Any], where: str) -> dict[str, Any]:
     try:
         return typing.get_type_hints(fn, include_extras=True)
@@ -174,6 +195,10 @@ def params_from_signature(fn: Callable[..., Any], tool_name: str | None = None) 
             continue
         from robotlab import tool_schemas
 
+        coarse = None if tool_schemas.pydantic_loads() else _coarse_param(p.name, annotation, p.default is p.empty)
+        if coarse is not None:  # a subinterpreter: list[str] checked as "array", as before pydantic schemas
+            out.append(coarse)
+            continue
         spec = tool_schemas.typed_spec(annotation, f"{where}, parameter {p.name!r}")
         required = p.default is p.empty and not tool_schemas.accepts_none(annotation)
         kind = spec.json_schema.get("type")
@@ -183,10 +208,14 @@ def params_from_signature(fn: Callable[..., Any], tool_name: str | None = None) 
 
 
 def returns_from_signature(fn: Callable[..., Any], tool_name: str | None = None) -> Any:
-    """The pydantic ``TypeAdapter`` of a non-plain return annotation, or ``None`` (plain or unannotated)."""
+    """The pydantic ``TypeAdapter`` of a return annotation whose values need dumping to JSON, else ``None``.
+
+    ``None`` too for no annotation and for JSON-native ones (``str``, ``list[str]``,
+    ``dict[str, int]``): those results pass as they are, without pydantic.
+    """
     where = f"tool {tool_name or fn.__name__!r}"
     annotation = _type_hints(fn, where).get("return", inspect.Signature.empty)
-    if annotation in (inspect.Signature.empty, None, type(None), Any) or _plain_json_type(annotation) is not None:
+    if annotation is inspect.Signature.empty or _json_native(annotation):
         return None
     from robotlab import tool_schemas
 
