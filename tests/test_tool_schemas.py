@@ -54,6 +54,7 @@ class Address(TypedDict):
 ANNOTATIONS: dict[str, Any] = {
     "model": Order,
     "enum": Color,
+    "literal": Literal["a", "b"],  # plain path: the same schema without pydantic
     "literal_mixed": Literal["a", 1],
     "list": list[Item],
     "dict": dict[str, int],
@@ -237,6 +238,13 @@ def test_tool_classes_select_like_names():
     with pytest.raises(robotlab.ToolNotFoundError):
         ToolManifest([other()]).select([place])
 
+    impostor = type("Impostor", (Tool,), {"name": "place", "execute": lambda self: None})
+    with pytest.raises(ConfigurationError, match=r"tools=\[Impostor\]: the tool named 'place' here is a .*place,"):
+        manifest.select([impostor])
+
+    from robotlab.mcp.selection import offered_tools
+
+    assert offered_tools(manifest, [], [other, "place"]).names() == ["other", "place"]
     robot = robotlab.build(name="r", model=ScriptedModel([]), local_tools=[place, other])
     assert robot._select_tools([place]).names() == ["place"]
 
