@@ -148,7 +148,7 @@ def _plain_json_type(annotation: Any) -> tuple[str, bool, tuple[Any, ...] | None
 
 def _json_native(annotation: Any) -> bool:
     """Whether values of *annotation* are JSON data already (``list[str]``, ``dict[str, int | None]``...)."""
-    if annotation in (None, type(None), Any, Ellipsis) or _plain_json_type(annotation) is not None:
+    if annotation in (None, type(None), Any, object, Ellipsis) or _plain_json_type(annotation) is not None:
         return True
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is dict:
