@@ -40,6 +40,11 @@ class Order(BaseModel):
     when: datetime | None = None
 
 
+class Tree(BaseModel):
+    label: str
+    children: list["Tree"] = []
+
+
 @dataclasses.dataclass
 class Point:
     x: float
@@ -64,6 +69,7 @@ ANNOTATIONS: dict[str, Any] = {
     "dataclass": Point,
     "typeddict": Address,
     "datetime": datetime,
+    "recursive": Tree,  # {"$ref": "#/$defs/Tree"} with the definition hoisted
 }
 
 
@@ -153,6 +159,7 @@ def test_invalid_arguments_name_the_field_path():
     assert text.startswith("Error (place): invalid arguments: ")
     assert "'order.items.0.qty': Input should be a valid integer" in text
     assert "'order.color': Input should be 'red' or 'blue'" in text
+    assert "'order.items': Field required" in place().call({"order": {}, "note": "x"})
     assert "'note' must be string, got int" in text  # plain params keep their text
     assert place().call({"note": "x"}) == "Error (place): invalid arguments: missing required parameter 'order'"
 
