@@ -72,7 +72,12 @@ def snake_case(name: str) -> str:
 
 @dataclass(frozen=True)
 class Param:
-    """One tool parameter, as declared with :func:`param`."""
+    """One tool parameter, as declared with :func:`param` or derived from a signature.
+
+    ``json_schema`` and ``adapter`` are set for a parameter annotated with a
+    non-plain type (see :func:`params_from_signature`); ``type`` is then only
+    the schema's top-level JSON type, and validation is pydantic's.
+    """
 
     name: str
     type: str = "string"
