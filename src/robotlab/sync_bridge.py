@@ -20,7 +20,6 @@ Standard library only: tools use it in workers to run ``async def`` tools.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import concurrent.futures
 import contextlib
@@ -29,7 +28,10 @@ import functools
 import queue
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["in_thread", "iterate_sync", "run_sync"]
 
@@ -44,6 +46,8 @@ class _ThreadRunner(threading.local):
 
     def get(self) -> asyncio.Runner:
         if self.runner is None:
+            import asyncio
+
             self.runner = asyncio.Runner()
             if threading.current_thread() is threading.main_thread():
                 # The main thread's locals outlive the interpreter's modules: close its loop (and
@@ -72,6 +76,8 @@ async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     The helper threads are robotlab's own (up to 256), so blocking calls of many
     concurrent runs do not wait for each other.
     """
+    import asyncio
+
     global _blocking
     if _blocking is None:
         with _blocking_lock:
@@ -88,6 +94,8 @@ def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
     Takes a factory, not a coroutine, so that no coroutine is created (and left
     un-awaited) when the call has to move to a helper thread.
     """
+    import asyncio  # here: this module is imported by workers, which rarely need an event loop
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -129,6 +137,8 @@ def iterate_sync(factory: Callable[[], AsyncIterator[T]]) -> Iterator[T]:
     >>> list(iterate_sync(count))
     [0, 1, 2]
     """
+    import asyncio
+
     items: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
     started = threading.Event()
     handle: dict[str, Any] = {}

@@ -34,7 +34,6 @@ and ``hooks``.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import re
@@ -387,6 +386,8 @@ class Tool:
         A tool that raises, times out (``asyncio.TimeoutError``) or is cancelled by
         its own code fails as a sync tool does; cancelling the caller cancels it.
         """
+        import asyncio  # here, not at module level: workers import this module and rarely need asyncio
+
         ctx, registries, per_run, raising = self._call_context(args, raise_on_error, metadata)
 
         async def body() -> Any:

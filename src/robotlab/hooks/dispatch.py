@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
@@ -179,6 +178,8 @@ async def _around_async(
             ctx.ext(namespace).merge_defaults(registration.context)
         with ctx.with_namespace(namespace):
             return await handler(ctx, inner)
+    import asyncio  # only async runs get here: keep it out of the worker-side import of hooks
+
     loop = asyncio.get_running_loop()
 
     def block() -> Any:  # on the helper thread: the rest of the chain runs on the loop
