@@ -21,7 +21,7 @@ def test_tree_matches_the_seed():
 
 def test_message_formats():
     assert str(errors.ToolLoopError.for_limit(10)) == (
-        "Circuit breaker triggered: 11 tool calls exceeded max_tool_rounds (10)"
+        "Circuit breaker triggered: 11 tool rounds exceeded max_tool_rounds (10)"
     )
     assert str(errors.BudgetExceeded.for_dimension("tokens", 1200, 1000)) == "budget exceeded for tokens: 1200 > 1000"
     assert str(errors.InferenceError.token_budget(1200, 1000)) == (

@@ -70,7 +70,7 @@ def test_circuit_breaker_and_clear_messages():
     robot = robotlab.build(name="looper", model=model, local_tools=[slow_echo], max_tool_rounds=2)
     with pytest.raises(ToolLoopError) as caught:
         robot.run("loop", tools="inherit")
-    assert str(caught.value) == "Circuit breaker triggered: 3 tool calls exceeded max_tool_rounds (2)"
+    assert str(caught.value) == "Circuit breaker triggered: 3 tool rounds exceeded max_tool_rounds (2)"
     assert not robotlab.retryable(caught.value)
     with pytest.raises(ConfigurationError, match="clear_messages"):
         robot.run("again", tools="inherit")

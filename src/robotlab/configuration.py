@@ -52,13 +52,20 @@ class RunConfig:
     Fields:
         model: litellm model name (``"openai/gpt-4o-mini"``) or a ``robotlab.llm`` model object.
         temperature, max_tokens: sampling settings passed to the model.
-        max_tool_rounds: circuit breaker; more tool calls than this raise ``ToolLoopError`` (default 10).
+        max_tool_rounds: circuit breaker; more model turns with tool calls than this raise ``ToolLoopError``
+            (default 10; one reply asking for several tools at once is one round).
+        doom_loop_threshold: warn the model when one tool, or a pattern of up to 10 calls, repeats this
+            many times in a row (default 3; 0 turns the detector off; see ``robotlab.doom_loop``).
         token_budget, cost_budget: limits enforced by the budget ledger (cost in US dollars).
         context_window: token size of the model's context, for ``auto_compact="context_window"``.
         prices: ``(input_per_token, output_per_token)`` in dollars for models litellm has no price for.
         pool_size, pool_backend: the default worker pool for ``parallel_safe`` tools.
         parallel_tools: route ``parallel_safe`` tools to the worker pool (default True).
         llm_options: extra keyword arguments for the LLM client (``api_base``, ``mock_response``, ...).
+        output_type: validate the final answer into this type; ``result.output`` holds it
+            (see ``robotlab.structured_output``).
+        output_retries: how many times an answer that fails validation goes back to the model (default 1).
+        output_mode: ``"auto"`` (default), ``"response_format"`` or ``"tool"``: how the schema reaches the model.
     """
 
     model: Any = None
@@ -73,8 +80,13 @@ class RunConfig:
     pool_backend: str | None = None
     parallel_tools: bool | None = None
     llm_options: dict[str, Any] | None = None
+    doom_loop_threshold: int | None = None
+    output_type: Any = None
+    output_retries: int | None = None
+    output_mode: str | None = None
 
-    DEFAULTS = {"max_tool_rounds": 10, "parallel_tools": True}
+    DEFAULTS = {"max_tool_rounds": 10, "parallel_tools": True, "doom_loop_threshold": 3, "output_retries": 1,
+                "output_mode": "auto"}
 
     def __post_init__(self) -> None:
         if self.temperature is not None:
@@ -104,6 +116,20 @@ class RunConfig:
             object.__setattr__(self, "prices", tuple(float(p) for p in self.prices))
         if self.llm_options is not None and not isinstance(self.llm_options, dict):
             raise ConfigurationError(f"llm_options must be a dict, got {type(self.llm_options).__name__}")
+        for name in ("doom_loop_threshold", "output_retries"):
+            if getattr(self, name) is not None:
+                _check_number(name, getattr(self, name), low=0, high=None, integer=True)
+        self._check_output()
+
+    def _check_output(self) -> None:
+        if self.output_mode is not None and self.output_mode not in ("auto", "response_format", "tool"):
+            raise ConfigurationError(
+                f"output_mode must be 'auto', 'response_format' or 'tool', got {self.output_mode!r}"
+            )
+        if self.output_type is not None:  # a type pydantic cannot handle fails here, where it is given
+            from robotlab.structured_output import output_schema
+
+            output_schema(self.output_type)
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -184,6 +210,9 @@ def _settings_model() -> type:
         pool_size: int | str | None = None
         pool_backend: str | None = None
         parallel_tools: bool | None = None
+        doom_loop_threshold: int | None = None
+        output_retries: int | None = None
+        output_mode: str | None = None
         template_path: Path | None = None
         skills_dir: Path | None = None
         log_level: str | None = None

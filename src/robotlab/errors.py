@@ -25,7 +25,7 @@ Example:
     >>> from robotlab.errors import ToolLoopError, retryable
     >>> err = ToolLoopError.for_limit(10)
     >>> str(err)
-    'Circuit breaker triggered: 11 tool calls exceeded max_tool_rounds (10)'
+    'Circuit breaker triggered: 11 tool rounds exceeded max_tool_rounds (10)'
     >>> retryable(err)
     False
 """
@@ -44,6 +44,7 @@ __all__ = [
     "InferenceError",
     "JobTimeout",
     "MCPError",
+    "OutputValidationError",
     "RactorBoundaryError",
     "ToolError",
     "ToolLoopError",
@@ -101,7 +102,7 @@ class InferenceError(Error):
 
 
 class ToolLoopError(InferenceError):
-    """The tool-call circuit breaker tripped: more calls than ``max_tool_rounds``.
+    """The tool-call circuit breaker tripped: more tool rounds than ``max_tool_rounds``.
 
     The robot's conversation is left mid-loop; call ``robot.clear_messages()``
     before running it again.
@@ -109,11 +110,30 @@ class ToolLoopError(InferenceError):
 
     @classmethod
     def for_limit(cls, max_tool_rounds: int) -> ToolLoopError:
-        """The breaker trips on call ``max_tool_rounds + 1``."""
+        """The breaker trips on round ``max_tool_rounds + 1`` (a model turn asking for tools is one round)."""
         return cls(
-            f"Circuit breaker triggered: {max_tool_rounds + 1} tool calls "
+            f"Circuit breaker triggered: {max_tool_rounds + 1} tool rounds "
             f"exceeded max_tool_rounds ({max_tool_rounds})"
         )
+
+
+class OutputValidationError(Error):
+    """The model's final answer did not validate into the run's ``output_type``, after ``output_retries`` retries.
+
+    ``problems`` lists pydantic's errors for the last answer; ``text`` is that answer's raw text.
+    """
+
+    def __init__(self, message: str, *, problems: list[str] | None = None, text: str | None = None) -> None:
+        super().__init__(message)
+        self.problems = list(problems or [])
+        self.text = text
+
+    def __reduce__(self):  # keep the details across pickling (worker -> parent)
+        return (_rebuild_output_error, (str(self), self.problems, self.text))
+
+
+def _rebuild_output_error(message: str, problems: list[str], text: str | None) -> OutputValidationError:
+    return OutputValidationError(message, problems=problems, text=text)
 
 
 class ToolNotFoundError(Error):

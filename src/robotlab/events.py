@@ -33,6 +33,8 @@ EVENT_TYPES = (
     "tool_call.started",
     "tool_call.completed",
     "usage.updated",
+    "doom_loop.detected",
+    "output.invalid",
     "run.completed",
     "run.failed",
     "task.started",

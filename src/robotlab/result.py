@@ -37,6 +37,8 @@ class RobotResult:
         duration: wall time in seconds.
         llm_calls: how many LLM calls the run made.
         hook_metadata: ``ctx.metadata`` written by hooks, by namespace (also from workers).
+        output: with ``output_type=``, the validated answer, of that type (``last_text_content``
+            stays the raw text); else None.
 
     >>> r = RobotResult(robot_name="r", last_text_content="hi")
     >>> r.to_dict()["last_text_content"]
@@ -54,6 +56,7 @@ class RobotResult:
     llm_calls: int = 0
     model: str = ""
     hook_metadata: dict[str, Any] = field(default_factory=dict)
+    output: Any = None
 
     @property
     def total_tokens(self) -> int:
@@ -71,6 +74,10 @@ class RobotResult:
         """A JSON-serialisable dict (non-JSON tool results become their ``repr``)."""
         data = asdict(self)
         data["total_tokens"] = self.total_tokens
+        if self.output is not None:  # a model or dataclass as its JSON data
+            from pydantic_core import to_jsonable_python
+
+            data["output"] = to_jsonable_python(self.output, fallback=repr)
         return json.loads(json.dumps(data, default=repr))
 
     @classmethod

@@ -31,12 +31,21 @@ from typing import TYPE_CHECKING, Any
 from robotlab.budget import Ledger
 from robotlab.compaction import compact, estimate_tokens
 from robotlab.configuration import RunConfig
-from robotlab.errors import Error, InferenceError, ToolLoopError, ToolNotFoundError
+from robotlab.doom_loop import DoomLoopDetector
+from robotlab.errors import Error, InferenceError, OutputValidationError, ToolLoopError, ToolNotFoundError
 from robotlab.events import EventEmitter
-from robotlab.hooks import ExtensionState, HookRegistry, Hooks, LlmGenerationHookContext, RunHookContext
+from robotlab.hooks import (
+    DoomLoopHookContext,
+    ExtensionState,
+    HookRegistry,
+    Hooks,
+    LlmGenerationHookContext,
+    RunHookContext,
+)
 from robotlab.llm import LlmReply, LlmRequest, Model, ToolCall, assistant_message, resolve_model, tool_message
 from robotlab.llm.calls import complete_async
 from robotlab.result import RobotResult, ToolCallRecord
+from robotlab.structured_output import FINAL_RESULT_TOOL, output_mode_for, output_schema
 from robotlab.tools import ToolManifest
 
 if TYPE_CHECKING:
@@ -67,45 +76,67 @@ class RobotRun:
         self.registries = registries
         self.per_run = per_run
         self.events = events
+        self._doom_loop = _DoomLoopWatch(self)
 
     async def execute(self) -> RobotResult:
         """Run the tool loop to the model's final answer and return the result."""
         robot = self.robot
         started = time.perf_counter()
         model = resolve_model(robot._model(self.cfg))
+        self._open_conversation()
+        result = RobotResult(robot_name=robot.name, model=getattr(model, "name", ""))
+        output = None if self.cfg.output_type is None else _OutputTurns(self, model)
+        max_rounds = self.cfg.get("max_tool_rounds")
+        schemas = self.tools.schemas() + ([] if output is None else output.tool_schemas())
+        response_format = None if output is None else output.response_format()
+        rounds = 0
+        while True:
+            compact(robot, self.cfg, model, self.registries, self.per_run)
+            reply = await self._generate(model, schemas, result.llm_calls, response_format)
+            self._account(result, reply)
+            robot._messages.append(assistant_message(reply))
+            final = None if output is None else output.final_call(reply)
+            if reply.tool_calls and final is None:
+                rounds += 1
+                if rounds > max_rounds:
+                    robot._broken_by = ToolLoopError.for_limit(max_rounds)
+                    raise robot._broken_by
+                await self._tool_round(reply.tool_calls, result)
+            elif output is None:
+                result.last_text_content = reply.text
+                break
+            elif output.accept(reply, final, result):
+                break
+        result.messages = robot.messages
+        result.duration = time.perf_counter() - started
+        return result
+
+    def _open_conversation(self) -> None:
+        robot = self.robot
         system = robot._system_message()
         if system is not None:
             robot._messages = [m for m in robot._messages if m["role"] != "system"]
             robot._messages.insert(0, system)
         robot._messages.append({"role": "user", "content": str(self.ctx.request)})
-        result = RobotResult(robot_name=robot.name, model=getattr(model, "name", ""))
-        max_rounds = self.cfg.get("max_tool_rounds")
-        schemas = self.tools.schemas()
-        iteration = 0
-        while True:
-            compact(robot, self.cfg, model, self.registries, self.per_run)
-            reply = await self._generate(model, schemas, iteration)
-            result.llm_calls += 1
-            result.prompt_tokens += reply.usage.prompt_tokens
-            result.completion_tokens += reply.usage.completion_tokens
-            result.cost += reply.cost
-            self._emit("usage.updated", prompt_tokens=result.prompt_tokens,
-                       completion_tokens=result.completion_tokens, cost=result.cost)
-            robot._messages.append(assistant_message(reply))
-            if not reply.tool_calls:
-                result.last_text_content = reply.text
-                break
-            if len(result.tool_calls) + len(reply.tool_calls) > max_rounds:
-                robot._broken_by = ToolLoopError.for_limit(max_rounds)
-                raise robot._broken_by
-            records = await self._run_tool_calls(reply.tool_calls)
-            result.tool_calls.extend(records)
-            for record in records:
-                robot._messages.append(tool_message(record.id, _as_text(record.result)))
-            iteration += 1
-        result.messages = robot.messages
-        result.duration = time.perf_counter() - started
-        return result
+
+    def _account(self, result: RobotResult, reply: LlmReply) -> None:
+        result.llm_calls += 1
+        result.prompt_tokens += reply.usage.prompt_tokens
+        result.completion_tokens += reply.usage.completion_tokens
+        result.cost += reply.cost
+        self._emit("usage.updated", prompt_tokens=result.prompt_tokens,
+                   completion_tokens=result.completion_tokens, cost=result.cost)
+
+    async def _tool_round(self, calls: list[ToolCall], result: RobotResult) -> None:
+        """Run one reply's tool calls and answer each in the conversation (with a doom-loop warning if due)."""
+        records = await self._run_tool_calls(calls)
+        result.tool_calls.extend(records)
+        for record in records:
+            text = _as_text(record.result)
+            warning = self._doom_loop.observe(record.name)
+            if warning:
+                text = f"{text}\n\n{warning}"
+            self.robot._messages.append(tool_message(record.id, text))
 
     def _emit(self, type_: str, **data: Any) -> None:
         if self.events is not None:
@@ -113,10 +144,12 @@ class RobotRun:
 
     # -- generation ----------------------------------------------------------
 
-    async def _generate(self, model: Model, schemas: list[dict[str, Any]], iteration: int) -> LlmReply:
+    async def _generate(self, model: Model, schemas: list[dict[str, Any]], iteration: int,
+                        response_format: dict[str, Any] | None = None) -> LlmReply:
         cfg = self.cfg
         request = LlmRequest(messages=self.robot.messages, tools=schemas, temperature=cfg.temperature,
-                             max_tokens=cfg.max_tokens, options=dict(cfg.llm_options or {}))
+                             max_tokens=cfg.max_tokens, options=dict(cfg.llm_options or {}),
+                             response_format=response_format)
         if cfg.prices is not None:
             request.options.setdefault("prices", cfg.prices)
         # Reserve what the call will at least spend, so parallel robots cannot overspend a shared budget.
@@ -182,6 +215,95 @@ class RobotRun:
         record.duration = time.perf_counter() - started
         self._emit("tool_call.completed", id=call.id, name=call.name, result=record.result, error=record.error)
         return record
+
+
+class _DoomLoopWatch:
+    """The run's doom-loop detector, and what happens on a detection (hook, event, warning text)."""
+
+    def __init__(self, run: RobotRun) -> None:
+        self.run = run
+        self.detector = DoomLoopDetector(run.cfg.get("doom_loop_threshold"))
+
+    def observe(self, tool_name: str) -> str:
+        """Track one completed call; the warning to append to its result ("" when there is no loop)."""
+        detector = self.detector
+        if detector.threshold < 1:
+            return ""
+        detector.track(tool_name)
+        if not detector.doom_loop():
+            return ""
+        run = self.run
+        ctx = DoomLoopHookContext(robot=run.robot, tool_name=tool_name, pattern=tuple(detector.pattern()),
+                                  sequence=tuple(detector.sequence), warning=detector.warning_message())
+        Hooks.call("on_doom_loop", ctx, run.registries, run.per_run)
+        run._emit("doom_loop.detected", tool_name=tool_name, pattern=list(ctx.pattern), warning=ctx.warning)
+        return ctx.warning or ""
+
+
+class _OutputTurns:
+    """How a run with ``output_type`` gets its answer: the schema it sends, and validation with retries."""
+
+    def __init__(self, run: RobotRun, model: Model) -> None:
+        self.run = run
+        self.mode = output_mode_for(run.cfg.get("output_mode"), model)
+        self.schema = output_schema(run.cfg.output_type)
+        self.retries_left = run.cfg.get("output_retries")
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return [self.schema.final_result_tool()] if self.mode == "tool" else []
+
+    def response_format(self) -> dict[str, Any] | None:
+        return self.schema.response_format() if self.mode == "response_format" else None
+
+    def final_call(self, reply: LlmReply) -> ToolCall | None:
+        """The reply's ``final_result`` call, in tool mode."""
+        if self.mode != "tool":
+            return None
+        return next((c for c in reply.tool_calls if c.name == FINAL_RESULT_TOOL), None)
+
+    def accept(self, reply: LlmReply, final: ToolCall | None, result: RobotResult) -> bool:
+        """Validate the answer in *reply*; True when it is *result*'s output, False to ask the model again."""
+        if final is None:
+            value, problems = self.schema.parse_text(reply.text)
+            raw = reply.text
+        else:
+            value, problems = self.schema.parse_arguments(final.arguments)
+            raw = json.dumps(final.arguments)
+            self._answer_tool_calls(reply, final, problems)
+        if not problems:
+            result.output, result.last_text_content = value, raw
+            return True
+        if self.retries_left < 1:
+            raise OutputValidationError(
+                f"the model's answer is not a valid {self.schema.name}: {'; '.join(problems)}",
+                problems=problems, text=raw,
+            )
+        self.retries_left -= 1
+        self.run._emit("output.invalid", problems=list(problems), text=raw)
+        if final is None:
+            self.run.robot._messages.append({"role": "user", "content": self._feedback(problems)})
+        return False
+
+    def _answer_tool_calls(self, reply: LlmReply, final: ToolCall, problems: list[str]) -> None:
+        # Every call of the reply needs its answer; tools asked for beside final_result do not run.
+        messages = self.run.robot._messages
+        for call in reply.tool_calls:
+            if call is not final:
+                text = f"Not run: {FINAL_RESULT_TOOL} was called in the same reply."
+            elif problems:
+                text = f"Error ({FINAL_RESULT_TOOL}): invalid arguments: {'; '.join(problems)}. " \
+                       f"Call {FINAL_RESULT_TOOL} again with corrected arguments."
+            else:
+                text = "Final result accepted."
+            messages.append(tool_message(call.id, text))
+
+    def _feedback(self, problems: list[str]) -> str:
+        listed = "\n".join(f"- {p}" for p in problems)
+        if self.mode == "tool":
+            return f"Your answer is not a valid {self.schema.name}:\n{listed}\n" \
+                   f"Give it by calling the {FINAL_RESULT_TOOL} tool."
+        return f"Your answer is not a valid {self.schema.name}:\n{listed}\n" \
+               "Reply again with only the corrected JSON value."
 
 
 def _reserve(ledgers: list[Ledger], estimate: int) -> list[tuple[Ledger, Any, Any]]:

@@ -108,7 +108,7 @@ def validate_value(adapter: Any, name: str, value: Any) -> tuple[Any, list[str]]
     except pydantic.ValidationError as exc:
         problems = []
         for error in exc.errors(include_url=False):
-            path = ".".join(str(part) for part in (name, *error["loc"]))
+            path = ".".join(str(part) for part in (name, *error["loc"]) if part != "") or "value"
             problems.append(f"{path!r}: {error['msg']}")
         return value, problems
 

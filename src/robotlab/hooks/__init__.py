@@ -16,6 +16,7 @@ Standard library only: this package loads inside subinterpreters.
 
 from robotlab.hooks.context import (
     CompactionHookContext,
+    DoomLoopHookContext,
     HookContext,
     LearnHookContext,
     LlmGenerationHookContext,
@@ -41,6 +42,7 @@ __all__ = [
     "ERROR_FAMILIES",
     "FAMILIES",
     "CompactionHookContext",
+    "DoomLoopHookContext",
     "DotState",
     "ExtensionState",
     "Hook",

@@ -15,6 +15,7 @@ from robotlab.hooks.state import DotState, ExtensionState
 
 __all__ = [
     "CompactionHookContext",
+    "DoomLoopHookContext",
     "HookContext",
     "LearnHookContext",
     "LlmGenerationHookContext",
@@ -175,6 +176,21 @@ class TaskHookContext(HookContext):
 
     def _derived_fields(self) -> tuple[str, ...]:
         return ("task_name",)
+
+
+class DoomLoopHookContext(HookContext):
+    """``on_doom_loop`` (a ``tool_call``-family hook): robot, tool_name, pattern, sequence; rw warning.
+
+    ``warning`` is the text appended to the tool result; a handler may rewrite it, or set it to "" to add none.
+    """
+
+    _event = "tool_call"
+    _readonly_fields = ("robot", "tool_name", "pattern", "sequence")
+    _rw_fields = ("warning",)
+    robot = _readonly("robot")
+    tool_name = _readonly("tool_name")
+    pattern = _readonly("pattern")
+    sequence = _readonly("sequence")
 
 
 class LearnHookContext(HookContext):

@@ -47,6 +47,13 @@ class LiteLLMModel:
             return None
         return info.get("max_input_tokens") or info.get("max_tokens")
 
+    def supports_response_schema(self) -> bool:
+        """Whether litellm knows this model to take a ``json_schema`` response_format (``output_mode="auto"``)."""
+        try:
+            return bool(_litellm().supports_response_schema(model=self.name))
+        except Exception:  # unknown model or provider: the final_result tool works everywhere
+            return False
+
     def complete(self, request: LlmRequest) -> LlmReply:
         litellm = _litellm()
         kwargs, prices = self._kwargs(request)
@@ -100,6 +107,8 @@ class LiteLLMModel:
             kwargs["temperature"] = request.temperature
         if request.max_tokens is not None:
             kwargs["max_tokens"] = request.max_tokens
+        if request.response_format is not None:
+            kwargs["response_format"] = request.response_format
         return kwargs, prices
 
     def _failure(self, exc: Exception) -> InferenceError:

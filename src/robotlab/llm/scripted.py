@@ -43,6 +43,10 @@ class ScriptedModel:
     A reply is a ``str`` (final text), a ``ToolCall`` or list of them, or an
     ``LlmReply``. Usage is reported (about 4 characters per token) so budgets
     work; ``prices=(input_per_token, output_per_token)`` gives a cost.
+    ``response_schema`` is what it answers to ``supports_response_schema()``:
+    with ``output_type=`` and ``output_mode="auto"``, True (the default) means
+    its text replies are the JSON answers; False, that it answers by calling
+    the ``final_result`` tool.
 
     >>> model = ScriptedModel(["first", "second"])
     >>> model.complete(LlmRequest(messages=[{"role": "user", "content": "hi"}])).text
@@ -55,9 +59,11 @@ class ScriptedModel:
         *,
         name: str = "scripted",
         prices: tuple[float, float] | None = None,
+        response_schema: bool = True,
     ) -> None:
         self.name = name
         self.prices = prices
+        self.response_schema = response_schema
         self._fn = replies if callable(replies) else None
         self._replies = None if callable(replies) else list(replies)
         self._lock = threading.Lock()
@@ -71,6 +77,9 @@ class ScriptedModel:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+
+    def supports_response_schema(self) -> bool:
+        return self.response_schema
 
     def complete(self, request: LlmRequest) -> LlmReply:
         with self._lock:

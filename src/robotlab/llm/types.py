@@ -49,6 +49,7 @@ class LlmRequest:
     temperature: float | None = None
     max_tokens: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    response_format: dict[str, Any] | None = None  # a json_schema the reply text must match (output_type)
 
 
 @runtime_checkable

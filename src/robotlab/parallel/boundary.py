@@ -37,7 +37,7 @@ from typing import Any
 
 from robotlab.errors import RactorBoundaryError
 
-__all__ = ["FrozenDict", "freeze_deep", "import_path", "is_shareable", "resolve"]
+__all__ = ["FrozenDict", "freeze_deep", "import_path", "is_shareable", "resolve", "thaw_json"]
 
 _SCALARS = frozenset({
     type(None), bool, int, float, complex, str, bytes, range,
@@ -288,6 +288,19 @@ class _Freezer:
         if dataclasses.is_dataclass(v):
             return dataclasses.replace(v, **dict(zip(names, results, strict=True)))
         return type(v)(**dict(zip(names, results, strict=True)))
+
+
+def thaw_json(value: Any) -> Any:
+    """Frozen JSON-like data back to plain dicts and lists (``FrozenDict`` → dict, tuple → list).
+
+    >>> thaw_json(freeze_deep({"a": [1, {"b": 2}]}))
+    {'a': [1, {'b': 2}]}
+    """
+    if isinstance(value, FrozenDict):
+        return {k: thaw_json(v) for k, v in value.items()}
+    if type(value) is tuple:
+        return [thaw_json(v) for v in value]
+    return value
 
 
 def is_shareable(value: Any) -> bool:

@@ -35,7 +35,7 @@ from robotlab.events import Event, EventEmitter
 from robotlab.hooks import HookRegistry, global_hooks
 from robotlab.parallel import shipped_hooks
 from robotlab.parallel.awaiting import awaited
-from robotlab.parallel.boundary import FrozenDict, freeze_deep, resolve
+from robotlab.parallel.boundary import freeze_deep, resolve, thaw_json
 from robotlab.parallel.endpoints import Endpoint
 from robotlab.parallel.parent_calls import RemoteEndpoint, endpoint
 from robotlab.result import RobotResult
@@ -76,7 +76,8 @@ class RobotSpec:
 
     ``config`` is the run's effective RunConfig (global → network → robot →
     per-run) without the model, which stays in the parent; ``hooks`` the
-    worker-side hook families of every level, by import path.
+    worker-side hook families of every level, by import path; ``output`` the
+    ``output_type``'s name and JSON schema (the type itself stays in the parent).
     """
 
     name: str
@@ -92,6 +93,7 @@ class RobotSpec:
     auto_compact: str | None
     model_name: str
     context_window: int | None
+    output: tuple[str, Any] | None = None
 
 
 def describe_robot(robot: Robot, pool: Any, *, network: Any = None, hooks: Any = None,
@@ -120,6 +122,7 @@ def describe_robot(robot: Robot, pool: Any, *, network: Any = None, hooks: Any =
         shipped = pool.describe_hooks(levels, per_run, shipped_hooks.WORKER_FAMILIES)
     except RactorBoundaryError as exc:
         raise RactorBoundaryError(f"{where}: {exc}") from None
+    effective, output = _split_output(effective, model)
     spec = RobotSpec(
         name=robot.name,
         system_prompt=robot.system_prompt,
@@ -135,11 +138,24 @@ def describe_robot(robot: Robot, pool: Any, *, network: Any = None, hooks: Any =
         auto_compact=auto_compact,
         model_name=str(getattr(model, "name", "") or ""),
         context_window=context_window_of(model),
+        output=output,
     )
     try:
         return freeze_deep(spec, root=f"robot {robot.name!r}")
     except RactorBoundaryError as exc:
         raise RactorBoundaryError(f"{where}: {exc}") from None
+
+
+def _split_output(effective: RunConfig, model: Any) -> tuple[RunConfig, tuple[str, Any] | None]:
+    """The worker's config without ``output_type``, and the type's (name, JSON schema) for the spec."""
+    if effective.output_type is None:
+        return effective, None
+    from robotlab.structured_output import output_mode_for, output_schema
+
+    schema = output_schema(effective.output_type)
+    # The mode is settled here, where the model is: the worker's model proxy cannot say what it supports.
+    mode = output_mode_for(effective.get("output_mode"), model)
+    return dataclasses.replace(effective, output_type=None, output_mode=mode), (schema.name, schema.type_schema)
 
 
 async def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Sequence[str] = "none",
@@ -173,6 +189,12 @@ async def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Seq
         endpoints["network_ledger"] = LedgerEndpoint(budget_ledger)
     if events is not None:
         endpoints["events"] = _EventsEndpoint(events)
+    output = None
+    if effective.output_type is not None:
+        from robotlab.parallel.robot_output import OutputEndpoint
+        from robotlab.structured_output import output_schema
+
+        output = endpoints["output"] = OutputEndpoint(output_schema(effective.output_type))
     where = (None if network is None else NetworkRef(network.name, network.parallel_mode),
              None if task is None else TaskRef(task.name, task.depends_on, task.tools))
     async with robot._run_gate:
@@ -186,6 +208,8 @@ async def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Seq
             raise
         robot._messages = [dict(m) for m in result.messages]
         robot._learnings = list(learnings)
+    if output is not None:
+        result.output = output.value  # the typed value; the worker only had its JSON
     if events is not None:
         events.emit("run.completed", result=result)
     return result
@@ -201,7 +225,7 @@ class _EventsEndpoint(Endpoint):
         if op != "emit":
             raise self.unknown(op)
         type_, data = args
-        self._events.emit(type_, **_thaw(data))
+        self._events.emit(type_, **thaw_json(data))
 
 
 _checked: weakref.WeakKeyDictionary[Any, set[RobotSpec]] = weakref.WeakKeyDictionary()
@@ -209,7 +233,8 @@ _checked: weakref.WeakKeyDictionary[Any, set[RobotSpec]] = weakref.WeakKeyDictio
 
 def rebuild_key(spec: RobotSpec) -> RobotSpec:
     """What rebuilding *spec* in a worker depends on: the spec without the robot's name and conversation."""
-    return dataclasses.replace(spec, name="", messages=(), learnings=(), model_name="", context_window=None)
+    return dataclasses.replace(spec, name="", messages=(), learnings=(), model_name="", context_window=None,
+                               output=None)
 
 
 def checked_rebuilds(pool: Any) -> set[RobotSpec]:
@@ -230,7 +255,7 @@ def run_robot(spec: RobotSpec, message: str, tools: Any, mcp: Any, where: tuple)
     from robotlab.parallel.memory_proxy import MemoryProxy
 
     robot = _rebuild(spec)
-    robot._messages = [_thaw(m) for m in spec.messages]
+    robot._messages = [thaw_json(m) for m in spec.messages]
     robot._learnings = list(spec.learnings)
     ledger = endpoint("robot_ledger")
     robot._own_ledger = None if ledger is None else _LedgerProxy(ledger)
@@ -238,16 +263,23 @@ def run_robot(spec: RobotSpec, message: str, tools: Any, mcp: Any, where: tuple)
     memory = endpoint("memory")
     network, task = where
     events = endpoint("events")
+    output = {}
+    if spec.output is not None:
+        from robotlab.parallel.robot_output import RemoteOutput
+
+        name, schema = spec.output
+        output["output_type"] = RemoteOutput(name, thaw_json(schema), endpoint("output"))
     result = robot.run(
         message,
-        tools=_thaw(tools),
-        mcp=_thaw(mcp),
+        tools=thaw_json(tools),
+        mcp=thaw_json(mcp),
         hooks=robot._per_run or None,
         memory=None if memory is None else MemoryProxy(memory),
         network=network,
         task=task,
         budget_ledger=None if network_ledger is None else _LedgerProxy(network_ledger),
         events=None if events is None else EventEmitter(_forwarding(events)),
+        **output,
     )
     return result, tuple(robot.learnings)
 
@@ -293,7 +325,7 @@ def _rebuild(spec: RobotSpec) -> _WorkerRobot:
         spec.name,
         model=model,
         system_prompt=spec.system_prompt,
-        context=_thaw(spec.context),
+        context=thaw_json(spec.context),
         local_tools=[resolve(path) for path in spec.tools],
         skills=skills,
         mcp=spec.mcp,
@@ -341,11 +373,3 @@ class _LedgerProxy:
     def overspend_error(self) -> Any:
         return self._remote.call("overspend_error")
 
-
-def _thaw(value: Any) -> Any:
-    """Frozen JSON-like data back to dicts and lists (a robot's messages are plain JSON)."""
-    if isinstance(value, FrozenDict):
-        return {k: _thaw(v) for k, v in value.items()}
-    if type(value) is tuple:
-        return [_thaw(v) for v in value]
-    return value

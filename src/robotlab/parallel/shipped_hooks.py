@@ -25,7 +25,8 @@ __all__ = ["WORKER_FAMILIES", "describe", "rebuild"]
 #: The hook families that fire where a robot runs (a network's ``network_run`` and ``task`` stay in the parent).
 WORKER_FAMILIES = ("run", "llm_generation", "tool_call", "compaction", "learn")
 # The non before/around/after hooks of those families.
-_EXTRA_HOOKS = {"run": ("on_error",), "compaction": ("on_compaction",), "learn": ("on_learn",)}
+_EXTRA_HOOKS = {"run": ("on_error",), "tool_call": ("on_doom_loop",), "compaction": ("on_compaction",),
+                "learn": ("on_learn",)}
 
 Description = tuple[tuple[tuple[tuple[str, Any], ...], ...], tuple[str, ...]]
 
