@@ -180,11 +180,20 @@ def test_the_result_serialises_its_output():
     json.dumps(result.to_dict())
 
 
-@pytest.mark.parametrize("mode", ["process", "subinterpreter"])
-def test_network_tasks_in_workers_return_typed_output(mode):
+def test_build_sets_a_default_that_a_run_overrides():
+    robot = robotlab.build(name="r", model=ScriptedModel(['{"name": "a", "population": 1}', '{"result": 2}']),
+                           output_type=City)
+    assert robot.run("go").output == City(name="a", population=1)
+    assert robot.run("go", output_type=int).output == 2
+
+
+@pytest.mark.parametrize("mode", ["process", "subinterpreter", "ray"])
+def test_network_tasks_in_workers_return_typed_output(mode, request):
     # The worker gets the schema by value; validation and the typed value stay in the parent, so neither
     # City (defined in this test module) nor pydantic has to load in the worker: a subinterpreter works too.
     backends.use(mode)
+    if mode == "ray":
+        request.getfixturevalue("ray_cluster")  # else robotlab would start a Ray of its own
     net = robotlab.create_network(name="typed", parallel_mode=mode)
     net.task("city", text_robot('{"name": "Oslo"}', '{"name": "Oslo", "population": 709000}'), output_type=City)
     net.task("tags", text_robot('{"result": ["a", "b"]}'), output_type=list[str])
