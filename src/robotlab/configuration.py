@@ -122,13 +122,15 @@ class RunConfig:
         self._check_output()
 
     def _check_output(self) -> None:
-        if self.output_mode is not None and self.output_mode not in ("auto", "response_format", "tool"):
+        if self.output_mode is None and self.output_type is None:
+            return
+        from robotlab.structured_output import OUTPUT_MODES, output_schema
+
+        if self.output_mode is not None and self.output_mode not in OUTPUT_MODES:
             raise ConfigurationError(
                 f"output_mode must be 'auto', 'response_format' or 'tool', got {self.output_mode!r}"
             )
         if self.output_type is not None:  # a type pydantic cannot handle fails here, where it is given
-            from robotlab.structured_output import output_schema
-
             output_schema(self.output_type)
 
     @classmethod

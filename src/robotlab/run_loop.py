@@ -230,10 +230,11 @@ class _DoomLoopWatch:
         if detector.threshold < 1:
             return ""
         detector.track(tool_name)
-        if not detector.doom_loop():
+        pattern = detector.pattern()
+        if not pattern:
             return ""
         run = self.run
-        ctx = DoomLoopHookContext(robot=run.robot, tool_name=tool_name, pattern=tuple(detector.pattern()),
+        ctx = DoomLoopHookContext(robot=run.robot, tool_name=tool_name, pattern=tuple(pattern),
                                   sequence=tuple(detector.sequence), warning=detector.warning_message())
         Hooks.call("on_doom_loop", ctx, run.registries, run.per_run)
         run._emit("doom_loop.detected", tool_name=tool_name, pattern=list(ctx.pattern), warning=ctx.warning)
@@ -299,11 +300,9 @@ class _OutputTurns:
 
     def _feedback(self, problems: list[str]) -> str:
         listed = "\n".join(f"- {p}" for p in problems)
-        if self.mode == "tool":
-            return f"Your answer is not a valid {self.schema.name}:\n{listed}\n" \
-                   f"Give it by calling the {FINAL_RESULT_TOOL} tool."
-        return f"Your answer is not a valid {self.schema.name}:\n{listed}\n" \
-               "Reply again with only the corrected JSON value."
+        ask = f"Give it by calling the {FINAL_RESULT_TOOL} tool." if self.mode == "tool" \
+            else "Reply again with only the corrected JSON value."
+        return f"Your answer is not a valid {self.schema.name}:\n{listed}\n{ask}"
 
 
 def _reserve(ledgers: list[Ledger], estimate: int) -> list[tuple[Ledger, Any, Any]]:
