@@ -7,6 +7,7 @@ import datetime
 import decimal
 import enum
 import fractions
+import functools
 import io
 import json
 import os
@@ -68,7 +69,16 @@ values = st.recursive(
     ),
     max_leaves=20,
 )
-BAD = [io.StringIO(), threading.Lock(), lambda: 1, (i for i in ()), Plain(), threading, pytest.raises]
+def _local_class():
+    class Local:
+        pass
+
+    return Local
+
+
+# A class or module-level function is shareable (it crosses by import path): these are not.
+BAD = [io.StringIO(), threading.Lock(), lambda: 1, (i for i in ()), Plain(), threading, Plain().__init__,
+       functools.partial(len), _local_class()]
 
 
 def assert_deeply_immutable(value):

@@ -16,7 +16,7 @@ PUBLIC = {
         "AgentSkill", "AgentSkillCatalog", "AwaitTimeout", "BoundaryError", "BudgetExceeded", "Bus", "BusError",
         "Capabilities", "CompactionHookContext", "Config", "ConfigurationError", "DelegationFuture",
         "DelegationTimeout", "DependencyError", "DoomLoopHookContext", "DotState", "Error", "ExtensionState",
-        "Hook", "HookContext", "HookRegistry", "Hooks", "InferenceError", "JobTimeout", "LearnHookContext",
+        "Hook", "HookContext", "HookRegistry", "Hooks", "InferenceError", "JobFailed", "JobTimeout", "LearnHookContext",
         "LlmGenerationHookContext", "MCPClient", "MCPError", "MCPServer", "Memory", "Narrator", "Network",
         "NetworkResult", "NetworkRunHookContext", "OutputValidationError", "RactorBoundaryError", "RedisMemory",
         "Registration", "Robot", "RobotMessage", "RobotResult", "RunConfig", "RunHookContext", "ScriptTool",
@@ -42,7 +42,7 @@ PUBLIC = {
         "connect_servers", "mcp_tool_class", "mcp_tools", "offered_tools", "parse_servers", "select_servers",
     ],
     "robotlab.parallel": [
-        "FrozenDict", "JobTimeout", "RactorBoundaryError", "RemoteTraceback", "WireError", "WorkerCrashed",
+        "FrozenDict", "JobFailed", "JobTimeout", "RactorBoundaryError", "RemoteTraceback", "WireError", "WorkerCrashed",
         "WorkerPool", "default_pool", "freeze_deep", "import_path", "is_shareable", "memory", "resolve",
         "shutdown_pool",
     ],

@@ -4,19 +4,19 @@ Every error robotlab raises is a :class:`Error`. The tree and the message
 formats follow robot_lab's ``errors.md``::
 
     Error
-    ├── ConfigurationError
+    ├── ConfigurationError    (also a ValueError)
     │   └── DependencyError
     ├── InferenceError
     │   └── ToolLoopError
     ├── ToolNotFoundError
     ├── MCPError
     ├── BusError
-    ├── RactorBoundaryError   (alias: BoundaryError)
+    ├── RactorBoundaryError   (alias: BoundaryError; also a TypeError)
     ├── ToolError
     ├── BudgetExceeded
     ├── AwaitTimeout
     ├── DelegationTimeout
-    └── parallel layer: WorkerCrashed, JobTimeout, WireError
+    └── parallel layer: WorkerCrashed, JobFailed, JobTimeout (also a TimeoutError), WireError
 
 This module imports nothing but the standard library: it is loaded inside
 worker processes and subinterpreters.
@@ -42,6 +42,7 @@ __all__ = [
     "DependencyError",
     "Error",
     "InferenceError",
+    "JobFailed",
     "JobTimeout",
     "MCPError",
     "OutputValidationError",
@@ -67,8 +68,12 @@ class Error(Exception):
     """Base class of every robotlab error."""
 
 
-class ConfigurationError(Error):
-    """Configuration is invalid or missing a required value."""
+class ConfigurationError(Error, ValueError):
+    """Configuration is invalid or missing a required value.
+
+    A ``ValueError``, as the standard library raises for a bad argument
+    (``ProcessPoolExecutor(max_workers=0)``), so ``except ValueError`` catches it.
+    """
 
 
 class DependencyError(ConfigurationError):
@@ -173,8 +178,11 @@ class BusError(Error):
     """Message-bus communication failed (no bus configured, unknown receiver)."""
 
 
-class RactorBoundaryError(Error):
-    """A value cannot be made shareable to cross to a worker (live I/O, a lambda, mutable state)."""
+class RactorBoundaryError(Error, TypeError):
+    """A value cannot be made shareable to cross to a worker (live I/O, a lambda, mutable state).
+
+    A ``TypeError``, as ``pickle`` raises for an object it cannot carry.
+    """
 
 
 BoundaryError = RactorBoundaryError
@@ -208,6 +216,25 @@ class WorkerCrashed(Error):
     """
 
     exitcode: int | None = None
+
+
+class JobFailed(Error):
+    """A job ended with a ``BaseException`` that is not an ``Exception`` (``sys.exit()``, ``KeyboardInterrupt``).
+
+    Raised in its place so that a job can never end the caller's program.
+    ``type_name`` is the original exception's qualified type name.
+    """
+
+    def __init__(self, message: str, *, type_name: str = "") -> None:
+        super().__init__(message)
+        self.type_name = type_name
+
+    def __reduce__(self):  # keep type_name across pickling
+        return (_rebuild_job_failed, (str(self), self.type_name))
+
+
+def _rebuild_job_failed(message: str, type_name: str) -> JobFailed:
+    return JobFailed(message, type_name=type_name)
 
 
 class JobTimeout(Error, TimeoutError):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from robotlab.errors import JobTimeout, RactorBoundaryError, WireError, WorkerCrashed
+from robotlab.errors import JobFailed, JobTimeout, RactorBoundaryError, WireError, WorkerCrashed
 
 _LAZY: dict[str, str] = {
     "FrozenDict": "robotlab.parallel.boundary",
@@ -32,7 +32,7 @@ _LAZY: dict[str, str] = {
     "shutdown_pool": "robotlab.parallel.shared_pools",
 }
 
-__all__ = ["JobTimeout", "RactorBoundaryError", "WireError", "WorkerCrashed", *_LAZY]
+__all__ = ["JobFailed", "JobTimeout", "RactorBoundaryError", "WireError", "WorkerCrashed", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

@@ -14,7 +14,9 @@ import them itself). Messages to the parent are tuples:
 - ``("log", record_fields)`` for every log record at or above the parent's level;
 - ``("call", request_id, endpoint_id, op, args)``: a call to an object in the parent
   (its Memory, a budget ledger, a model), answered with
-  ``("reply", request_id, ok, payload)`` (see ``parent_calls``).
+  ``("reply", request_id, ok, payload_frame)`` (see ``parent_calls``);
+- ``("err", None, ...)`` for a job frame this worker could not decode (a class it
+  cannot import, say): the parent fails the job it sent next, as replies come in order.
 
 A job frame is ``(job_id, kind, target, args, kwargs, endpoints, hooks)``:
 *endpoints* is None or ``((name, endpoint_id), ...)``, the parent objects the
@@ -24,6 +26,7 @@ parent, as ``shipped_hooks.describe`` made them, registered again here.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -147,8 +150,11 @@ def _run(kind: str, target: str, args: tuple, kwargs: dict, memory: RemoteEndpoi
         fn = _resolved[target] = resolve(target)
     if kind == "call":
         return fn(*args, **kwargs)
-    if kind == "batch":  # one map chunk: args are slices of the argument columns
-        return list(map(fn, *args))
+    if kind == "batch":  # one map chunk: the arguments a partial or bound method fixes, then column slices
+        fixed, fixed_kwargs, *columns = args
+        if fixed or fixed_kwargs:
+            fn = functools.partial(fn, *fixed, **fixed_kwargs)
+        return list(map(fn, *columns))
     return _run_tool(fn, target, kwargs, memory, hooks, hook_metadata, text_errors=kind == "tool_text")
 
 
@@ -182,14 +188,15 @@ def _refused_import(exc: BaseException) -> DependencyError | None:
     return None
 
 
-def _error_reply(job_id: int, exc: BaseException, hook_metadata: dict | None, seconds: float) -> bytes:
+def _error_reply(job_id: int | None, exc: BaseException, hook_metadata: dict | None, seconds: float) -> bytes:
     exc = _refused_import(exc) or exc
     try:
         frame = _encode(exc)
-    except Exception:
+    except BaseException:  # its pickling may even call sys.exit: this worker must keep serving
         frame = None  # the parent rebuilds a robotlab Error from the name and message
     name = f"{type(exc).__module__}.{type(exc).__qualname__}"
-    return _encode(("err", job_id, frame, name, str(exc), traceback.format_exc(), hook_metadata, seconds))
+    tb_text = "".join(traceback.format_exception(exc))
+    return _encode(("err", job_id, frame, name, str(exc), tb_text, hook_metadata, seconds))
 
 
 def _encode(message: Any) -> bytes:
@@ -223,14 +230,25 @@ def serve(channel: Channel, ident: int, log_level: int | None, initializer: str 
             send_frame(_encode(("init_error", traceback.format_exc())))
             return
     send_frame(_encode(("ready", ident)))
-    link = ParentLink(send_frame, lambda: wire.decode(channel.recv_bytes()))
+
+    def receive() -> Any:
+        frame = channel.recv_bytes()
+        try:
+            return wire.decode(frame)
+        except WireError as exc:  # fail that job, keep serving
+            return WireError(f"the job cannot be decoded in this worker: {exc}")
+
+    link = ParentLink(send_frame, receive)
     while True:
         try:
-            job = link.inbox.popleft() if link.inbox else wire.decode(channel.recv_bytes())
+            job = link.inbox.popleft() if link.inbox else receive()
         except (EOFError, OSError):
             return  # the parent closed the channel
         if job is None:
             return  # orderly stop
+        if isinstance(job, WireError):
+            send_frame(_error_reply(None, job, None, 0.0))
+            continue
         job_id, kind, target, args, kwargs, endpoint_ids, hooks = job
         hook_metadata: dict = {}
         started = time.perf_counter()

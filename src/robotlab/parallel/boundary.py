@@ -9,6 +9,11 @@ explicit stack, so 10,000 levels of nesting are fine. Plain data (builtin
 containers and scalars) takes a fast path, in C when the optional ``_freeze``
 extension was built.
 
+Classes and module-level functions are shareable as they are in Ruby's
+Ractors (classes and modules are): they cross by reference, as their import
+path, so only one that a worker cannot import (a lambda, a nested function,
+one defined in ``__main__`` where workers cannot import it) is refused.
+
 Example:
     >>> freeze_deep({"ids": [1, 2], "tags": {"a"}})
     FrozenDict({'ids': (1, 2), 'tags': frozenset({'a'})})
@@ -27,6 +32,7 @@ import dataclasses
 import datetime
 import enum
 import fractions
+import functools
 import importlib
 import sys
 import types
@@ -100,12 +106,23 @@ def _type_name(value: Any) -> str:
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
+def _is_bound_method(value: Any) -> bool:
+    if isinstance(value, types.BuiltinMethodType):  # len, but also [].append
+        return not isinstance(value.__self__, (types.ModuleType, type(None)))
+    return isinstance(value, types.MethodType)
+
+
 def _why(value: Any) -> str:
-    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
-        return "is not shareable (pass it as an import path string 'module:name')"
-    if isinstance(value, type):
-        return "is not shareable (pass a class as an import path string 'module:Name')"
+    if _is_bound_method(value):
+        return ("is a bound method, which is not shareable: pass the function and its instance as arguments "
+                "(f(obj) instead of obj.f), or a module-level function")
+    if isinstance(value, functools.partial):
+        return "is not shareable (pass the function and its arguments separately)"
     return "is not shareable"
+
+
+# Crossing by import path: what pickle does for them too, so the worker gets the same object.
+_BY_REFERENCE = (type, types.FunctionType, types.BuiltinFunctionType)
 
 
 def _fail(path: str, value: Any, reason: str | None = None) -> RactorBoundaryError:
@@ -131,10 +148,14 @@ def _fields(value: Any) -> list[tuple[str, Any]] | None:
     return None
 
 
-def freeze_deep(value: Any, *, root: str = "value") -> Any:
-    """A deeply immutable equivalent of *value*, or ``RactorBoundaryError`` naming the path."""
+def freeze_deep(value: Any, *, root: str = "value", main_importable: bool = False) -> Any:
+    """A deeply immutable equivalent of *value*, or ``RactorBoundaryError`` naming the path.
+
+    *main_importable*: whether the receiving workers can import ``__main__``
+    (then classes and functions defined there may cross too).
+    """
     frozen = _freeze_plain(value, FrozenDict, _LEAF_TYPES, _NOT_PLAIN)
-    return frozen if frozen is not _NOT_PLAIN else _Freezer(root).run(value)
+    return frozen if frozen is not _NOT_PLAIN else _Freezer(root, main_importable).run(value)
 
 
 _NOT_PLAIN = object()
@@ -197,8 +218,9 @@ _freeze_plain = _freeze_plain_c or _freeze_plain_py
 class _Freezer:
     """Iterative post-order walk; builds frozen copies only where something changed."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, main_importable: bool = False) -> None:
         self.root = root
+        self.main_importable = main_importable
 
     def run(self, value: Any) -> Any:
         # Each frame: [value, path, children(list of (label, child)), index, results, kind]
@@ -213,6 +235,12 @@ class _Freezer:
                 return ("leaf", v)
             if isinstance(v, (enum.Enum, PurePath)):
                 _LEAF_TYPES.add(cls)
+                return ("leaf", v)
+            if isinstance(v, _BY_REFERENCE) and not _is_bound_method(v):
+                try:
+                    import_path(v, main_importable=self.main_importable)
+                except RactorBoundaryError as exc:
+                    raise _fail(path, v, str(exc)) from None
                 return ("leaf", v)
             kind, children = self.children(v, path)
             if id(v) in on_path:
@@ -336,8 +364,15 @@ def import_path(obj: Any, *, main_importable: bool = False) -> str:
             f"cannot send __main__.{qualname} to a worker: workers cannot import __main__; "
             "move it into an importable module"
         )
+    if isinstance(obj, types.MethodType) and not isinstance(obj.__self__, type):
+        raise RactorBoundaryError(
+            f"cannot send bound method {qualname} by import path: pass the function {module}:{qualname} "
+            "and the instance as its first argument"
+        )
     path = f"{module}:{qualname}"
-    if resolve(path) is not obj:
+    resolved = resolve(path)
+    # A classmethod resolves to a new, equal bound method each time.
+    if resolved is not obj and not (isinstance(obj, types.MethodType) and resolved == obj):
         raise RactorBoundaryError(f"{path} does not resolve back to {obj!r}; it was renamed or shadowed")
     return path
 

@@ -5,7 +5,7 @@ the job reaches each one by name through a :class:`RemoteEndpoint`, and each
 call is one request over the worker's channel, answered by the parent:
 
 - worker → parent: ``("call", request_id, endpoint_id, op, args)``
-- parent → worker: ``("reply", request_id, ok, payload)``
+- parent → worker: ``("reply", request_id, ok, payload_frame)``, the payload encoded on its own
 
 Several threads of one job may wait on the parent at once (two tool calls
 that meet through the memory, say): whichever waiting thread is reading the
@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from robotlab.errors import Error
+from robotlab.errors import Error, WireError
 from robotlab.parallel import wire
 
 __all__ = ["ParentLink", "RemoteEndpoint", "endpoint", "job_endpoints"]
@@ -85,7 +85,11 @@ class ParentLink:
                 else:
                     self.inbox.append(message)  # a job frame (or the stop signal) for the worker loop
                 self._changed.notify_all()
-            _, _, ok, payload = self._replies.pop(request_id)
+            _, _, ok, body = self._replies.pop(request_id)
+        try:
+            payload = wire.decode(body)
+        except WireError as exc:
+            raise WireError(f"{label}: the reply cannot be decoded in this worker: {exc}") from exc
         if ok:
             return payload
         raise _rebuild(*payload)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import functools
 import itertools
 import logging
 import math
@@ -39,6 +40,7 @@ import selectors
 import sys
 import threading
 import time
+import types
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError, Executor, Future
@@ -48,6 +50,7 @@ from typing import Any
 from robotlab.errors import (
     ConfigurationError,
     Error,
+    JobFailed,
     JobTimeout,
     RactorBoundaryError,
     WireError,
@@ -68,6 +71,10 @@ BACKENDS = ("process", "thread", "subinterpreter", "ray")
 # A worker that dies this many times in a row before becoming ready marks the pool broken
 # (a crashing import or interpreter start would otherwise respawn forever).
 _MAX_START_FAILURES = 3
+# The frame that tells a worker to stop. Pickled: a subinterpreter cannot load msgspec.
+_STOP = wire.encode(None, msgpack=False)
+# A worker process exits with this code when importing the main script made a pool (see __init__).
+_NO_MAIN_GUARD_EXIT = 87
 logger = logging.getLogger("robotlab.parallel")
 # Jobs in flight per worker. Jobs whose kind and target have taken less than _SHORT_JOB
 # on average so far wait in the pipe of a busy worker, up to _PIPELINE of them, so a
@@ -162,14 +169,22 @@ class _Worker:
         return bool(self._poller.poll(0))
 
 
-def _rebuild_error(frame: bytes | None, type_name: str, message: str, tb_text: str) -> BaseException:
-    """The worker's exception as its own type when it unpickles here, else a robotlab ``Error``."""
+def _rebuild_error(target: str, frame: bytes | None, type_name: str, message: str, tb_text: str) -> BaseException:
+    """The worker's exception as its own type when it unpickles here, else a robotlab ``Error``.
+
+    A ``BaseException`` that is not an ``Exception`` (``SystemExit``, ``KeyboardInterrupt``)
+    becomes ``JobFailed``: re-raised as it is, it would end the caller's program.
+    """
     error: BaseException | None = None
     if frame is not None:
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(WireError):
             error = wire.decode(frame)
     if not isinstance(error, BaseException):
         error = Error(f"{type_name}: {message}" if message else type_name)
+    elif not isinstance(error, Exception):
+        raised = type_name.removeprefix("builtins.") + (f": {message}" if message else "")
+        error = JobFailed(f"{target} raised {raised} in the worker (reported as JobFailed: a job cannot end "
+                          "this program)", type_name=type_name)
     error.remote_traceback = tb_text  # type: ignore[attr-defined]
     error.__cause__ = RemoteTraceback(f'\n"""\n{tb_text}"""')
     return error
@@ -195,7 +210,8 @@ class WorkerPool(Executor):
     ``if __name__ == "__main__":`` guard.
 
     Args:
-        size: number of workers, or ``"auto"`` (``os.cpu_count()``).
+        size: number of workers, or ``"auto"`` (``os.cpu_count()``). ``max_workers`` is the
+            same, under its ``concurrent.futures`` name.
         backend: ``"process"``, ``"subinterpreter"`` (CPython 3.13+), ``"ray"`` (one Ray actor per
             worker, on the cluster this process is connected to; ``pip install 'robotlab[ray]'``) or
             ``"thread"`` (threads of this process, for I/O-bound jobs and tests: no GIL escape).
@@ -226,7 +242,15 @@ class WorkerPool(Executor):
         memory: Memory | None = None,
         address: str | None = None,
         resources: dict[str, float] | None = None,
+        *,
+        max_workers: int | None = None,
     ) -> None:
+        _refuse_unguarded_main()
+        if max_workers is not None:
+            if size != "auto":
+                raise ConfigurationError(f"give size or max_workers, not both; got size={size!r}, "
+                                         f"max_workers={max_workers!r}")
+            size = max_workers
         if backend not in BACKENDS:
             raise ConfigurationError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
         if size == "auto":
@@ -238,11 +262,15 @@ class WorkerPool(Executor):
         _check_memory(memory)
         self.size: int = size
         self.backend: str = backend
+        # spawn and forkserver workers import the main script as __main__ when it is a file;
+        # a subinterpreter's __main__ is its own, empty one; a thread worker's is this one.
+        self._main_importable = backend == "thread" or (
+            backend == "process" and getattr(sys.modules.get("__main__"), "__file__", None) is not None)
         self._backend = _make_backend(backend, start_method, address, resources)
         self._max_tasks = max_tasks_per_child
         self._paths: dict[Any, str] = {}
         self._initializer = None if initializer is None else self._path(initializer)
-        self._initargs = freeze_deep(tuple(initargs), root="initargs")
+        self._initargs = freeze_deep(tuple(initargs), root="initargs", main_importable=self._main_importable)
         self._memory = memory
         self._calls: collections.deque[tuple[_Worker, tuple]] = collections.deque()  # from jobs, to answer
         self._ids = itertools.count()
@@ -276,9 +304,14 @@ class WorkerPool(Executor):
                **kwargs: Any) -> Future:
         """Run ``fn(*args, **kwargs)`` in a worker; ``timeout`` (seconds) bounds its run time.
 
-        Raises ``RactorBoundaryError`` / ``WireError`` right here if an argument cannot cross.
+        *fn* may also be a ``functools.partial`` or a bound method of an instance that can
+        cross (a frozen dataclass, say): the function travels by import path, and the arguments
+        it binds (the instance first) with the others. Raises ``RactorBoundaryError`` /
+        ``WireError`` right here if an argument cannot cross.
         """
-        return self._submit("call", self._path(fn), args, kwargs, timeout, endpoints=self._memory_endpoint(None))
+        fn, fixed, fixed_kwargs = self._unbind(fn)
+        return self._submit("call", self._path(fn), (*fixed, *args), {**fixed_kwargs, **kwargs}, timeout,
+                            endpoints=self._memory_endpoint(None))
 
     def submit_tool(self, tool: type | str, args: dict[str, Any] | None = None, *,
                     timeout: float | None = None, memory: Memory | None = None,
@@ -321,11 +354,13 @@ class WorkerPool(Executor):
         worker, like ``multiprocessing.Pool.map``); an exception fails its chunk
         and is raised when iteration reaches it.
         """
+        fn, fixed, fixed_kwargs = self._unbind(fn)
         path = self._path(fn)
         # Each iterable is frozen once as a flat tuple, and a chunk travels as slices of
         # these columns (the worker runs map(fn, *slices)): no tuple per call to build,
         # freeze or pickle. Slices of frozen tuples are frozen: no second pass.
-        columns = [freeze_deep(tuple(iterable), root=f"iterables[{i}]") for i, iterable in enumerate(iterables)]
+        columns = [freeze_deep(tuple(iterable), root=f"iterables[{i}]", main_importable=self._main_importable)
+                   for i, iterable in enumerate(iterables)]
         count = min(map(len, columns), default=0)
         if chunksize is None:
             chunksize = max(1, math.ceil(count / (4 * self.size)))
@@ -333,23 +368,28 @@ class WorkerPool(Executor):
             raise ConfigurationError(f"chunksize must be an integer >= 1; got {chunksize!r}")
         end = None if timeout is None else time.monotonic() + timeout
         if chunksize == 1:
-            futures = [self._submit("call", path, call, {}, None, frozen=True, endpoints=self._memory_endpoint(None))
+            futures = [self._submit("call", path, (*fixed, *call), fixed_kwargs, None, frozen=True,
+                                    endpoints=self._memory_endpoint(None))
                        for call in zip(*columns, strict=False)]
         else:
-            futures = [self._submit("batch", path, tuple(column[i:i + chunksize] for column in columns), {}, None,
-                                    frozen=True, endpoints=self._memory_endpoint(None))
+            futures = [self._submit("batch", path, (fixed, fixed_kwargs, *(c[i:i + chunksize] for c in columns)),
+                                    {}, None, frozen=True, endpoints=self._memory_endpoint(None))
                        for i in range(0, count, chunksize)]
 
         def results() -> Iterator[Any]:
+            # Nothing here keeps a result once it is handed out (CPython issue 14406): the
+            # futures and chunk lists are popped, and no local names a yielded value.
             try:
-                futures.reverse()  # pop() from the end keeps only unfinished futures referenced
+                futures.reverse()
                 while futures:
                     left = None if end is None else end - time.monotonic()
-                    value = futures.pop().result(left)
                     if chunksize == 1:
-                        yield value
-                    else:
-                        yield from value
+                        yield futures.pop().result(left)
+                        continue
+                    chunk = futures.pop().result(left)
+                    chunk.reverse()
+                    while chunk:
+                        yield chunk.pop()
             finally:
                 for future in futures:
                     future.cancel()
@@ -435,17 +475,25 @@ class WorkerPool(Executor):
 
     # -- submitting ----------------------------------------------------------------
 
+    def _unbind(self, fn: Any) -> tuple[Any, tuple, dict[str, Any]]:
+        """The function behind a ``functools.partial`` or bound method, and the arguments it binds, frozen."""
+        if isinstance(fn, functools.partial):
+            inner, fixed, fixed_kwargs = self._unbind(fn.func)
+            fixed += freeze_deep(fn.args, root=f"the arguments of {fn!r}", main_importable=self._main_importable)
+            keywords = freeze_deep(fn.keywords, root=f"the keywords of {fn!r}", main_importable=self._main_importable)
+            return inner, fixed, {**fixed_kwargs, **keywords}
+        if isinstance(fn, types.MethodType) and not isinstance(fn.__self__, type):
+            instance = freeze_deep(fn.__self__, root=f"the instance of bound method {fn.__qualname__}",
+                                   main_importable=self._main_importable)
+            return fn.__func__, (instance,), {}
+        return fn, (), {}
+
     def _path(self, fn: Any) -> str:
         try:
             return self._paths[fn]
         except (KeyError, TypeError):
             pass
-        main = sys.modules.get("__main__")
-        # spawn and forkserver workers import the main script as __main__ when it is a file;
-        # a subinterpreter's __main__ is its own, empty one; a thread worker's is this one.
-        main_importable = self.backend == "thread" or (
-            self.backend == "process" and getattr(main, "__file__", None) is not None)
-        path = import_path(fn, main_importable=main_importable)
+        path = import_path(fn, main_importable=self._main_importable)
         with contextlib.suppress(TypeError):
             self._paths[fn] = path
         return path
@@ -484,9 +532,11 @@ class WorkerPool(Executor):
                                     or timeout <= 0):
             raise ConfigurationError(f"timeout must be a positive number of seconds; got {timeout!r}")
         job_id = next(self._ids)
-        job_args = args if frozen else freeze_deep(args, root="args")
+        main_importable = self._main_importable
+        job_args = args if frozen else freeze_deep(args, root="args", main_importable=main_importable)
         # A tool's arguments are one dict, named "args" in errors as in the tool's own call.
-        job_kwargs = dict(freeze_deep(kwargs, root="kwargs" if kind == "call" else "args")) if kwargs else {}
+        job_kwargs = dict(freeze_deep(kwargs, root="kwargs" if kind == "call" else "args",
+                                      main_importable=main_importable)) if kwargs else {}
         endpoint_ids = None if not endpoints else tuple((name, id(e)) for name, e in endpoints.items())
         frame = wire.encode((job_id, kind, target, job_args, job_kwargs, endpoint_ids, hooks))
         future = _PoolFuture(self)
@@ -736,6 +786,12 @@ class WorkerPool(Executor):
                                   "the job was not completed and the worker was replaced")
             error.exitcode = worker.handle.exitcode  # type: ignore[attr-defined]
             settled.append((job.future, error))
+        if not worker.ready and self._broken is None and worker.handle.exitcode == _NO_MAIN_GUARD_EXIT:
+            main = getattr(sys.modules.get("__main__"), "__file__", "the main script")
+            settled += self._fail_all(
+                f"WorkerPool is broken: its worker processes start by importing {main}, and that creates a "
+                "WorkerPool again. Put the code that creates the pool (and the rest of the script's work) under "
+                "`if __name__ == \"__main__\":`, as for ProcessPoolExecutor")
         if not worker.ready and self._broken is None:
             self._start_failures += 1
             if self._start_failures >= _MAX_START_FAILURES:
@@ -771,14 +827,15 @@ class WorkerPool(Executor):
         if worker.jobs:
             worker.jobs[0].started = time.monotonic()  # the worker went on to it right after this reply
         settled: list[tuple[Future, Any]] = []
-        if job is not None and job.id == message[1]:
+        # Replies come in job order; None is a job frame the worker could not decode (see _worker.serve).
+        if job is not None and message[1] in (job.id, None):
             *_, job.future.hook_metadata, seconds = message
             self._learn_duration(job, seconds)
-            outcome = message[2] if tag == "ok" else _rebuild_error(*message[2:6])
+            outcome = message[2] if tag == "ok" else _rebuild_error(job.target, *message[2:6])
             settled.append((job.future, outcome))
         if self._max_tasks is not None and worker.jobs_done >= self._max_tasks:
             with contextlib.suppress(OSError):
-                worker.handle.conn.send_bytes(wire.encode(None))
+                worker.handle.conn.send_bytes(_STOP)
             self._replace(worker)
             self._retiring.append(worker.handle)
             self._selector.register(worker.handle.sentinel, selectors.EVENT_READ, ("retired", worker.handle))
@@ -863,18 +920,20 @@ class WorkerPool(Executor):
             answer()
 
     def _reply(self, worker: _Worker, request_id: int, outcome: Any) -> None:
+        # The payload is a frame of its own: one the worker cannot decode fails that call, not its loop.
         if isinstance(outcome, BaseException):
             try:
                 frame = wire.encode(outcome, msgpack=False)
             except WireError:
                 frame = None
-            reply = ("reply", request_id, False, (frame, type(outcome).__qualname__, str(outcome)))
+            ok, payload = False, (frame, type(outcome).__qualname__, str(outcome))
         else:
-            reply = ("reply", request_id, True, outcome)
+            ok, payload = True, outcome
         try:
-            data = wire.encode(reply, msgpack=False)
+            body = wire.encode(payload, msgpack=False)
         except WireError as exc:
-            data = wire.encode(("reply", request_id, False, (None, "WireError", str(exc))), msgpack=False)
+            ok, body = False, wire.encode((None, "WireError", str(exc)), msgpack=False)
+        data = wire.encode(("reply", request_id, ok, body), msgpack=False)
         with self._lock:
             if worker in self._workers:
                 with contextlib.suppress(OSError):  # it died meanwhile: its sentinel tells the supervisor
@@ -937,7 +996,10 @@ class WorkerPool(Executor):
                 except WireError as exc:  # fail the job, keep the pool
                     if not worker.jobs:
                         continue
-                    message = ("err", worker.jobs[0].id, None, "robotlab.errors.WireError", str(exc), "", None, 0.0)
+                    job = worker.jobs[0]
+                    error = WireError(f"the reply of {job.target} cannot be decoded here: {exc}")
+                    message = ("err", job.id, wire.encode(error, msgpack=False), "robotlab.errors.WireError",
+                               str(error), "", None, 0.0)
                 settled += self._on_message(worker, message)
         except (EOFError, OSError):
             worker.hung_up = True  # it died: its sentinel is ready too
@@ -951,7 +1013,7 @@ class WorkerPool(Executor):
             self._retiring, self._abandoned = [], []
         for worker in workers:
             with contextlib.suppress(OSError):
-                worker.handle.conn.send_bytes(wire.encode(None))
+                worker.handle.conn.send_bytes(_STOP)
         deadline = time.monotonic() + 2
         for handle in handles:
             handle.join(max(0.0, deadline - time.monotonic()))
@@ -975,8 +1037,14 @@ class WorkerPool(Executor):
 
 
 def _close_endpoints(future: Future) -> None:
-    """The job ended: let its endpoints clean up (once)."""
+    """The job ended: let its endpoints clean up (once), and drop the future's link to it.
+
+    The job holds the future and the future held the job: without the cycle, a result is
+    freed as soon as its caller drops the future.
+    """
     job = getattr(future, "_job", None)
+    if isinstance(future, _PoolFuture):
+        future._job = None
     if job is not None and job.endpoints:
         endpoints, job.endpoints = list(job.endpoints.values()), {}
         for endpoint in endpoints:
@@ -984,6 +1052,19 @@ def _close_endpoints(future: Future) -> None:
                 endpoint.close()
             except Exception:
                 logger.exception("closing the %s endpoint of %s failed", type(endpoint).__name__, job.target)
+
+
+def _refuse_unguarded_main() -> None:
+    """Exit quietly, with a code the parent pool explains, if this process is a worker importing the main script.
+
+    A worker process imports the parent's main script before its first job; without an
+    ``if __name__ == "__main__":`` guard, that runs the script's pool creation again.
+    multiprocessing would raise in each worker (a long traceback apiece, and the pool would
+    only learn that workers die at start); exiting here lets the parent say why, once.
+    ``_inheriting`` is how multiprocessing itself knows it is in that phase.
+    """
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        os._exit(_NO_MAIN_GUARD_EXIT)
 
 
 def _check_memory(memory: Any) -> None:

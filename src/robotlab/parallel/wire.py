@@ -84,6 +84,8 @@ def decode(data: bytes | bytearray | memoryview) -> Any:
             return msgspec.msgpack.decode(payload)
         if kind in (b"P", b"C"):  # cloudpickle output loads with plain pickle
             return pickle.loads(payload)
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # unpickling runs the data's own code, which may even call sys.exit
         raise WireError(f"corrupt {kind.decode(errors='replace')!r} frame: {type(exc).__name__}: {exc}") from exc
     raise WireError(f"unknown frame kind {kind!r}")
