@@ -32,7 +32,7 @@ from robotlab.budget import Ledger
 from robotlab.compaction import compact, estimate_tokens
 from robotlab.configuration import RunConfig
 from robotlab.doom_loop import DoomLoopDetector
-from robotlab.errors import Error, InferenceError, OutputValidationError, ToolLoopError, ToolNotFoundError
+from robotlab.errors import Error, OutputValidationError, ToolLoopError, ToolNotFoundError
 from robotlab.events import EventEmitter
 from robotlab.hooks import (
     DoomLoopHookContext,
@@ -44,6 +44,7 @@ from robotlab.hooks import (
 )
 from robotlab.llm import LlmReply, LlmRequest, Model, ToolCall, assistant_message, resolve_model, tool_message
 from robotlab.llm.calls import complete_async
+from robotlab.llm.failures import model_failure
 from robotlab.result import RobotResult, ToolCallRecord
 from robotlab.structured_output import FINAL_RESULT_TOOL, output_mode_for, output_schema
 from robotlab.tools import ToolManifest
@@ -167,7 +168,7 @@ class RobotRun:
             except Error:
                 raise
             except Exception as exc:
-                raise InferenceError(f"model {getattr(model, 'name', model)!r} failed: {exc}") from exc
+                raise model_failure(str(getattr(model, "name", model)), exc) from exc
 
         try:
             reply = await Hooks.arun("llm_generation", gen_ctx, self.registries, self.per_run, body)
