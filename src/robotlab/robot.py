@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -210,6 +211,11 @@ class Robot(RobotMessaging):
         cancelling the awaiting task cancels the run's LLM call and tools and
         leaves the conversation as it was before the run.
 
+        A failed run also leaves the conversation as it was (after a
+        ``ToolLoopError``, as it stands), and its error's ``partial_result`` is a
+        :class:`RobotResult` of what the run did before failing: the conversation
+        up to the failure, the tool calls made, the tokens and cost spent.
+
         Args:
             tools: ``"none"`` (default: the model gets no local tools), ``"inherit"``
                 (all ``local_tools``) or an allowlist of tool names (local or MCP).
@@ -263,6 +269,8 @@ class Robot(RobotMessaging):
         try:
             return await Hooks.arun("run", ctx, run.registries, run.per_run, body)
         except BaseException as exc:
+            if isinstance(exc, Exception):  # what the run did survives on the error (not a cancellation)
+                _attach_partial(exc, run)
             # No user turn without an answer, no tool call without its result (which the next
             # call's provider refuses). After a ToolLoopError the seed's contract keeps the
             # conversation as it stands: clear_messages() is required.
@@ -360,6 +368,13 @@ class Robot(RobotMessaging):
                 "or set ROBOTLAB_MODEL"
             )
         return cfg.model
+
+
+def _attach_partial(exc: Exception, run: RobotRun) -> None:
+    """Set ``exc.partial_result`` to what *run* did so far (an outer run's replaces an inner one's)."""
+    partial = run.partial_result()
+    with contextlib.suppress(AttributeError, TypeError):  # an exception type that takes no attributes
+        exc.partial_result = partial  # type: ignore[attr-defined]
 
 
 def build(

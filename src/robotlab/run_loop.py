@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -78,14 +79,29 @@ class RobotRun:
         self.per_run = per_run
         self.events = events
         self._doom_loop = _DoomLoopWatch(self)
+        self.result = RobotResult(robot_name=robot.name)  # filled in as the run goes
+        self._started = time.perf_counter()
+
+    def partial_result(self) -> RobotResult:
+        """What the run did so far, for a failed run's ``err.partial_result``.
+
+        The conversation as it stood when the run failed (before it is rolled back),
+        the tool calls made, the tokens and cost of the LLM calls that completed.
+        """
+        partial = dataclasses.replace(self.result, messages=self.robot.messages,
+                                      tool_calls=list(self.result.tool_calls))
+        partial.duration = time.perf_counter() - self._started
+        partial.hook_metadata = self.ctx.metadata.to_dict()
+        return partial
 
     async def execute(self) -> RobotResult:
         """Run the tool loop to the model's final answer and return the result."""
         robot = self.robot
-        started = time.perf_counter()
+        started = self._started = time.perf_counter()
         model = resolve_model(robot._model(self.cfg))
+        result = self.result
+        result.model = getattr(model, "name", "")
         self._open_conversation()
-        result = RobotResult(robot_name=robot.name, model=getattr(model, "name", ""))
         output = None if self.cfg.output_type is None else _OutputTurns(self, model)
         max_rounds = self.cfg.get("max_tool_rounds")
         schemas = self.tools.schemas() + ([] if output is None else output.tool_schemas())
@@ -96,6 +112,7 @@ class RobotRun:
             reply = await self._generate(model, schemas, result.llm_calls, response_format)
             self._account(result, reply)
             robot._messages.append(assistant_message(reply))
+            self._check_budgets()  # after accounting: an overspent call's tokens are in err.partial_result
             final = None if output is None else output.final_call(reply)
             if reply.tool_calls and final is None:
                 rounds += 1
@@ -178,11 +195,14 @@ class RobotRun:
         for ledger, tokens, cost in reservations:
             ledger.reconcile(tokens, reply.usage.total_tokens)
             ledger.reconcile(cost, reply.cost)
+        return reply
+
+    def _check_budgets(self) -> None:
+        """Raise the post-call ``InferenceError`` when a completed call pushed a ledger over its budget."""
         for ledger in self.ledgers:
             overspent = ledger.overspend_error()
             if overspent is not None:
                 raise overspent
-        return reply
 
     # -- tool calls ------------------------------------------------------------
 
