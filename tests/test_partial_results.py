@@ -130,3 +130,25 @@ def test_after_retries_the_partial_result_is_the_last_attempts():
     outcome = net.run("where are you?")["t"]
     assert outcome.attempts == 2 and "down on attempt 2" in str(outcome.error)
     check_partial(outcome.partial_result, "f")
+
+
+class SeeError(robotlab.Hook):
+    """Records what the run's on_error hook sees."""
+
+    seen: list = []
+
+    @classmethod
+    def on_error(cls, ctx):
+        cls.seen.append(ctx.error.partial_result)
+
+
+def test_the_run_on_error_hook_sees_the_partial_result():
+    SeeError.seen.clear()
+    robot = robotlab.build(name="r", model=ScriptedModel(tool_then_failure(ValueError("model broke"))),
+                           local_tools=[jobs.where])
+    robot.on(SeeError)
+    with pytest.raises(InferenceError) as caught:
+        robot.run("where are you?", tools="inherit")
+    assert len(SeeError.seen) == 1
+    check_partial(SeeError.seen[0], "r")
+    check_partial(caught.value.partial_result, "r")

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -270,7 +269,7 @@ class Robot(RobotMessaging):
             return await Hooks.arun("run", ctx, run.registries, run.per_run, body)
         except BaseException as exc:
             if isinstance(exc, Exception):  # what the run did survives on the error (not a cancellation)
-                _attach_partial(exc, run)
+                run.attach_partial(exc)  # again: now with what the run hooks wrote, and for hook errors
             # No user turn without an answer, no tool call without its result (which the next
             # call's provider refuses). After a ToolLoopError the seed's contract keeps the
             # conversation as it stands: clear_messages() is required.
@@ -368,13 +367,6 @@ class Robot(RobotMessaging):
                 "or set ROBOTLAB_MODEL"
             )
         return cfg.model
-
-
-def _attach_partial(exc: Exception, run: RobotRun) -> None:
-    """Set ``exc.partial_result`` to what *run* did so far (an outer run's replaces an inner one's)."""
-    partial = run.partial_result()
-    with contextlib.suppress(AttributeError, TypeError):  # an exception type that takes no attributes
-        exc.partial_result = partial  # type: ignore[attr-defined]
 
 
 def build(

@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import time
@@ -94,8 +95,25 @@ class RobotRun:
         partial.hook_metadata = self.ctx.metadata.to_dict()
         return partial
 
+    def attach_partial(self, exc: Exception) -> None:
+        """Set ``exc.partial_result`` to :meth:`partial_result` (an outer run's replaces an inner one's)."""
+        partial = self.partial_result()
+        with contextlib.suppress(AttributeError, TypeError):  # an exception type that takes no attributes
+            exc.partial_result = partial  # type: ignore[attr-defined]
+
     async def execute(self) -> RobotResult:
-        """Run the tool loop to the model's final answer and return the result."""
+        """Run the tool loop to the model's final answer and return the result.
+
+        An exception that ends the loop leaves with ``partial_result`` attached, so the
+        ``run`` family's ``on_error`` hooks see it too.
+        """
+        try:
+            return await self._loop()
+        except Exception as exc:
+            self.attach_partial(exc)
+            raise
+
+    async def _loop(self) -> RobotResult:
         robot = self.robot
         started = self._started = time.perf_counter()
         model = resolve_model(robot._model(self.cfg))

@@ -135,6 +135,8 @@ def litellm_failure(litellm: Any, model: str, options: dict[str, Any], exc: Exce
 
 
 def model_failure(model_name: str, exc: Exception) -> InferenceError:
-    """The ``InferenceError`` for *exc* raised by a model object's ``complete``: transient if a timeout or
-    connection error."""
+    """The ``InferenceError`` for *exc*, raised by the ``complete`` of the model named *model_name*.
+
+    Retryable when *exc* is (or was caused by) a timeout or a connection error.
+    """
     return InferenceError(f"model {model_name!r} failed: {exc}", retryable=_network_failure(exc) is not None)
