@@ -95,26 +95,6 @@ def test_a_real_litellm_failure_after_a_tool_call():
     assert [m["role"] for m in partial.messages] == ["user", "assistant", "tool"]
 
 
-@pytest.mark.parametrize("mode", ["thread", "process"])
-def test_a_failed_network_task_holds_its_partial_result(mode):
-    net = robotlab.create_network(name="partial", parallel_mode=mode)
-    failing = robotlab.build(name="f", model=ScriptedModel(tool_then_failure(ValueError("model broke"))),
-                             local_tools=[jobs.where])
-    net.task("t", failing, tools="inherit", retries=3)  # not retryable: one attempt
-    net.task("after", robotlab.build(name="a", model=ScriptedModel(["never"])), depends_on=["t"])
-    result = net.run("where are you?")
-    outcome = result["t"]
-    assert outcome.status == "failed" and outcome.result is None and outcome.attempts == 1
-    check_partial(outcome.partial_result, "f")
-    assert outcome.error.partial_result == outcome.partial_result
-    if mode == "process":  # the tool ran in a worker, and what it did came back with the error
-        assert outcome.partial_result.tool_calls[0].result != os.getpid()
-    assert result["after"].partial_result is None  # never ran
-    data = outcome.to_dict()["partial_result"]
-    assert data["total_tokens"] == 14 and [c["name"] for c in data["tool_calls"]] == ["where"]
-    assert result.results == {} and len(result.memory.results) == 0
-
-
 def test_after_retries_the_partial_result_is_the_last_attempts():
     attempts = []
 
