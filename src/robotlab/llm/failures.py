@@ -29,7 +29,7 @@ from typing import Any
 
 from robotlab.errors import InferenceError
 
-__all__ = ["is_transient", "litellm_failure", "model_failure"]
+__all__ = ["litellm_failure", "model_failure", "transient_status"]
 
 # Matched by class name, so httpx and openai never have to be imported here.
 _TIMEOUT_CLASSES = frozenset({"TimeoutException", "APITimeoutError", "Timeout"})
@@ -52,7 +52,7 @@ def _names(exc: BaseException) -> set[str]:
     return {cls.__name__ for cls in type(exc).__mro__}
 
 
-def is_transient(status: int | None) -> bool:
+def transient_status(status: int | None) -> bool:
     """Whether an HTTP *status* may not recur on another attempt: 408, 429, 5xx."""
     return status is not None and (status in (408, 429) or status >= 500)
 
@@ -119,7 +119,7 @@ def litellm_failure(litellm: Any, model: str, options: dict[str, Any], exc: Exce
             missing = _missing_keys(litellm, model, options)
             hint = f" (is {' / '.join(missing)} set to a valid key?)" if missing else " (check the API key)"
         return InferenceError(f"LLM call to {model!r} failed (HTTP {status}): {_root_text(exc)}{hint}",
-                              retryable=is_transient(status), status_code=status, provider_error=provider_error)
+                              retryable=transient_status(status), status_code=status, provider_error=provider_error)
     network = _network_failure(exc)
     if network is not None:
         return InferenceError(f"LLM call to {model!r} {network}: {_root_text(exc)}", retryable=True,
