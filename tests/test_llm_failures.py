@@ -142,3 +142,29 @@ def test_the_classification_survives_pickling():
     assert not robotlab.retryable(back)
     loop = pickle.loads(pickle.dumps(robotlab.ToolLoopError.for_limit(3)))
     assert not robotlab.retryable(loop) and loop.retryable is False
+
+
+def test_a_provider_that_never_answers_times_out_transiently():
+    with socket.socket() as sock:  # accepts connections (the backlog) and never answers
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        port = sock.getsockname()[1]
+        counting = CountingModel("openai/gpt-4o-mini", api_base=f"http://127.0.0.1:{port}/v1", api_key="sk-test",
+                                 num_retries=0, max_retries=0, timeout=0.3)
+        outcome = run_with_retries(counting, retries=1)
+    err = outcome.error
+    assert str(err).startswith("LLM call to 'openai/gpt-4o-mini' timed out: ")
+    assert err.status_code is None and robotlab.retryable(err)
+    assert outcome.attempts == 2 and counting.attempts == 2
+
+
+def test_streamed_calls_are_classified_the_same_way():
+    script = Script([(404, {"error": {"message": "no such model", "type": "invalid_request_error"}})])
+    with serve(script) as base:
+        model = LiteLLMModel("openai/gpt-4o-mini", api_base=base, api_key="sk-test", num_retries=0, max_retries=0)
+        robot = robotlab.build(name="s", model=model)
+        with pytest.raises(InferenceError) as caught:
+            list(robot.stream("hi"))
+    assert str(caught.value).startswith("LLM call to 'openai/gpt-4o-mini' failed (HTTP 404): ")
+    assert caught.value.status_code == 404 and not robotlab.retryable(caught.value)
+    assert len(script.requests) == 1 and script.requests[0]["stream"] is True
