@@ -87,3 +87,44 @@ def test_parallel_network_example_output():
             "'started.scorer_C-3003']") in run.stdout
     assert "refused before the run: network 'refused': task 'bad' cannot run with parallel_mode='process'" in run.stdout
     assert "it is defined inside a function" in run.stdout
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY")}
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    return subprocess.run([sys.executable, "-m", "robotlab", *args], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+
+
+@pytest.mark.parametrize(("model", "cause"), [
+    ("foo", "InferenceError: unknown provider for model 'foo': name it as 'provider/model'"),
+    ("openai/gpt-4o-mini", "InferenceError: no API key for provider 'openai' (model 'openai/gpt-4o-mini'): "
+                           "set OPENAI_API_KEY"),
+])
+def test_a_demo_whose_tasks_fail_exits_non_zero_and_says_why(model, cause):
+    run = run_cli("demo", "--model", model)
+    assert run.returncode == 1, run.stdout + run.stderr
+    for task in ("intake", "check_order_1", "check_order_2", "check_order_3", "reply"):
+        assert re.search(rf"^{task}\s+failed ", run.stdout, re.MULTILINE), run.stdout
+    assert run.stderr.startswith("robotlab demo: 5 of 5 tasks failed\n  intake: " + cause), run.stderr
+    assert "check_order_1:" not in run.stderr  # the dependants' UpstreamFailed only repeat the cause
+    assert "Provider List" not in run.stdout + run.stderr
+
+
+def test_a_partly_failed_demo_exits_non_zero(monkeypatch, capsys):
+    import robotlab.demo as demo
+
+    real = demo._last_tool_result
+
+    def answer(messages):  # the checker of order B-2002 fails after its lookup
+        if "B-2002" in real(messages):
+            raise ValueError("lost the thread")
+        return real(messages)
+
+    monkeypatch.setattr(demo, "_last_tool_result", answer)
+    assert run_demo() == 1
+    captured = capsys.readouterr()
+    assert re.search(r"^check_order_1\s+ok ", captured.out, re.MULTILINE)
+    assert re.search(r"^check_order_2\s+failed ", captured.out, re.MULTILINE)
+    assert captured.err == ("robotlab demo: 2 of 5 tasks failed\n"
+                            "  check_order_2: InferenceError: model 'scripted' failed: lost the thread\n")

@@ -38,6 +38,10 @@ def test_message_formats():
     ("exc", "expected"),
     [
         (errors.InferenceError("x"), True),
+        (errors.InferenceError("x", retryable=False), False),
+        (errors.InferenceError("x", status_code=503), True),
+        (errors.InferenceError.token_budget(1200, 1000), False),
+        (errors.InferenceError.cost_budget(0.6, 0.5), False),
         (errors.ToolLoopError("x"), False),
         (errors.MCPError("x"), False),
         (errors.MCPError("x", retryable=True), True),

@@ -104,6 +104,35 @@ def test_failed_task_fails_dependants_and_fires_on_error_while_other_branches_fi
         result.raise_for_errors()
 
 
+def tool_then_failure(messages, tools):
+    """A model function: ask for the ``where`` tool (10 + 4 tokens, $0.01), then fail."""
+    if not any(m["role"] == "tool" for m in messages):
+        return LlmReply(tool_calls=[call("where")], usage=Usage(10, 4), cost=0.01)
+    raise ValueError("model broke")
+
+
+def test_a_failed_network_task_holds_its_partial_result(mode):
+    net = robotlab.create_network(name="partial", parallel_mode=mode)
+    failing = robotlab.build(name="f", model=ScriptedModel(tool_then_failure),
+                             local_tools=[jobs.where])
+    net.task("t", failing, tools="inherit", retries=3)  # not retryable: one attempt
+    net.task("after", robotlab.build(name="a", model=ScriptedModel(["never"])), depends_on=["t"])
+    result = net.run("where are you?")
+    outcome = result["t"]
+    assert outcome.status == "failed" and outcome.result is None and outcome.attempts == 1
+    partial = outcome.partial_result
+    assert partial.llm_calls == 1 and partial.total_tokens == 14 and partial.cost == pytest.approx(0.01)
+    assert [c.name for c in partial.tool_calls] == ["where"]
+    assert [m["role"] for m in partial.messages] == ["user", "assistant", "tool"]
+    assert outcome.error.partial_result == outcome.partial_result
+    if mode in ("process", "ray"):  # the tool ran in a worker; what it did came back with the error
+        assert outcome.partial_result.tool_calls[0].result != os.getpid()
+    assert result["after"].partial_result is None  # never ran
+    data = outcome.to_dict()["partial_result"]
+    assert data["total_tokens"] == 14 and [c["name"] for c in data["tool_calls"]] == ["where"]
+    assert result.results == {} and len(result.memory.results) == 0
+
+
 def test_cycles_and_unknown_dependencies_are_refused_before_anything_runs():
     model = ScriptedModel([])
     net = robotlab.create_network(name="c")

@@ -10,7 +10,10 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: ``robotlab demo [--model M] [--parallel MODE]``."""
+    """Entry point: ``robotlab demo [--model M] [--parallel MODE]``.
+
+    Returns the exit code: 0 when every task of the demo succeeded, 1 when any failed (its errors go to stderr).
+    """
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     parser = argparse.ArgumentParser(prog="robotlab", description="robotlab command line")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -26,6 +29,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         logging.basicConfig(level=logging.INFO, format="%(message)s")
         Narrator.enable()
+    if args.model is not None:  # the errors say what failed; litellm's own "Provider List" banners add nothing
+        import litellm
+
+        litellm.suppress_debug_info = True
     from robotlab.demo import run_demo
 
     return run_demo(model=args.model, parallel_mode=args.parallel)

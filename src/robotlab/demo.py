@@ -194,14 +194,34 @@ def build_network(model: str | None = None, parallel_mode: str = "thread", token
     return network
 
 
-def run_demo(model: str | None = None, parallel_mode: str = "thread", out: TextIO | None = None) -> int:
-    """Run the demo and print a readable summary. Returns a process exit code.
+def failure_report(result: Any) -> str | None:
+    """What went wrong in a network run, in full (the table cuts answers short), or None when it succeeded.
+
+    Names how many tasks failed and the errors that were not just a failed
+    dependency (``UpstreamFailed``), each with its type and whole message.
+    """
+    if result.ok:
+        return None
+    from robotlab.task import UpstreamFailed
+
+    errors = result.errors
+    causes = {n: e for n, e in errors.items() if not isinstance(e, UpstreamFailed)} or errors
+    lines = [f"robotlab demo: {len(errors)} of {len(result.tasks)} tasks failed"]
+    lines += [f"  {name}: {type(error).__name__}: {error}" for name, error in causes.items()]
+    return "\n".join(lines)
+
+
+def run_demo(model: str | None = None, parallel_mode: str = "thread", out: TextIO | None = None,
+             err: TextIO | None = None) -> int:
+    """Run the demo and print a readable summary. Returns a process exit code: 0 only if every task succeeded.
 
     In ``"process"`` or ``"subinterpreter"`` mode the order checks also score
     risk (CPU-bound), and, offline, the same network runs once more in thread
     mode so the summary ends with the speedup measured on this machine.
+    A failed run prints its errors in full to *err* (default: stderr) and returns 1.
     """
     out = out or sys.stdout
+    err = err or sys.stderr
     EventLog.counts.clear()
     compare = parallel_mode != "thread"
     network = build_network(model, parallel_mode, risk_scores=compare)
@@ -234,11 +254,15 @@ def run_demo(model: str | None = None, parallel_mode: str = "thread", out: TextI
     )
     print(f"budget: {tokens} of {network.config.token_budget} tokens used", file=out)
     print("hook events: " + ", ".join(f"{k}={v}" for k, v in sorted(EventLog.events(result).items())), file=out)
+    report = failure_report(result)
+    if report is not None:
+        print(report, file=err)
+        return 1
     if not compare:
-        return 0 if result.ok else 1
+        return 0
     if model is not None:  # a second run would double the API calls, and provider latency swamps the figure
         print("\nspeedup: not measured with a real model (run offline to compare with thread mode)", file=out)
-        return 0 if result.ok else 1
+        return 0
     baseline = build_network(None, "thread", risk_scores=True).run(MESSAGE)
     print(
         f"\nspeedup measured: the same network took {baseline.duration:.2f}s with parallel_mode='thread' and "
@@ -246,4 +270,8 @@ def run_demo(model: str | None = None, parallel_mode: str = "thread", out: TextI
         f"(starting the workers and rebuilding the robots there took {preparation:.2f}s before the run, not counted)",
         file=out,
     )
-    return 0 if result.ok and baseline.ok else 1
+    report = failure_report(baseline)
+    if report is not None:
+        print(report, file=err)
+        return 1
+    return 0

@@ -32,6 +32,11 @@ Example:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # typing only: this module imports nothing but the standard library at run time
+    from robotlab.result import RobotResult
+
 __all__ = [
     "AwaitTimeout",
     "BoundaryError",
@@ -65,7 +70,15 @@ def _number(value: float) -> str:
 
 
 class Error(Exception):
-    """Base class of every robotlab error."""
+    """Base class of every robotlab error.
+
+    ``partial_result``: when the error ended a robot run, the
+    :class:`~robotlab.RobotResult` of what the run did before it failed (the
+    conversation up to the failure, the tool calls made, the tokens and cost
+    spent); else None. It crosses from a worker to the parent with the error.
+    """
+
+    partial_result: RobotResult | None = None
 
 
 class ConfigurationError(Error, ValueError):
@@ -93,17 +106,40 @@ class DependencyError(ConfigurationError):
 
 
 class InferenceError(Error):
-    """An LLM call failed (provider error, timeout, rate limit) or overspent a budget."""
+    """An LLM call failed (provider error, timeout, rate limit) or overspent a budget.
+
+    ``retryable`` says whether another attempt may succeed. robotlab sets it
+    from what really happened: True only for transient failures (timeouts,
+    connection errors, HTTP 408, 429 and 5xx, rate limits); False for a missing
+    API key, an unknown provider, any other HTTP 4xx, or a budget overspend.
+    An ``InferenceError`` raised without the flag is retryable.
+
+    ``status_code`` is the HTTP status the provider answered with, or None when
+    no response came back (nothing was sent, or the connection failed);
+    ``provider_error`` the litellm exception's class name, when there was one.
+
+    >>> InferenceError("upstream 503", status_code=503).retryable
+    True
+    >>> InferenceError.token_budget(1200, 1000).retryable
+    False
+    """
+
+    def __init__(self, *args: object, retryable: bool = True, status_code: int | None = None,
+                 provider_error: str | None = None) -> None:
+        super().__init__(*args)
+        self.retryable = bool(retryable)
+        self.status_code = status_code
+        self.provider_error = provider_error
 
     @classmethod
     def token_budget(cls, used: int, budget: int) -> InferenceError:
-        """A completed call pushed cumulative token usage over ``token_budget``."""
-        return cls(f"Token budget exceeded: {used} tokens used, budget is {budget}")
+        """A completed call pushed cumulative token usage over ``token_budget`` (not retryable)."""
+        return cls(f"Token budget exceeded: {used} tokens used, budget is {budget}", retryable=False)
 
     @classmethod
     def cost_budget(cls, used: float, budget: float) -> InferenceError:
-        """A completed call pushed cumulative cost over ``cost_budget``."""
-        return cls(f"Cost budget exceeded: ${used:.6f} used, budget is ${budget:.6f}")
+        """A completed call pushed cumulative cost over ``cost_budget`` (not retryable)."""
+        return cls(f"Cost budget exceeded: ${used:.6f} used, budget is ${budget:.6f}", retryable=False)
 
 
 class ToolLoopError(InferenceError):
@@ -112,6 +148,9 @@ class ToolLoopError(InferenceError):
     The robot's conversation is left mid-loop; call ``robot.clear_messages()``
     before running it again.
     """
+
+    def __init__(self, *args: object, **flags: object) -> None:
+        super().__init__(*args, **{**flags, "retryable": False})  # type: ignore[arg-type]
 
     @classmethod
     def for_limit(cls, max_tool_rounds: int) -> ToolLoopError:
@@ -133,8 +172,8 @@ class OutputValidationError(Error):
         self.problems = list(problems or [])
         self.text = text
 
-    def __reduce__(self):  # keep the details across pickling (worker -> parent)
-        return (_rebuild_output_error, (str(self), self.problems, self.text))
+    def __reduce__(self):  # keep the details (and partial_result) across pickling (worker -> parent)
+        return (_rebuild_output_error, (str(self), self.problems, self.text), self.__dict__)
 
 
 def _rebuild_output_error(message: str, problems: list[str], text: str | None) -> OutputValidationError:
@@ -152,8 +191,8 @@ class _FlaggedRetryable(Error):
         super().__init__(*args)
         self.retryable = bool(retryable)
 
-    def __reduce__(self):  # keep the flag across pickling (worker -> parent)
-        return (_rebuild_flagged, (type(self), self.args, self.retryable))
+    def __reduce__(self):  # keep the flag (and partial_result) across pickling (worker -> parent)
+        return (_rebuild_flagged, (type(self), self.args, self.retryable), self.__dict__)
 
 
 def _rebuild_flagged(cls: type[_FlaggedRetryable], args: tuple, flag: bool) -> _FlaggedRetryable:
@@ -248,10 +287,12 @@ class WireError(Error):
 def retryable(exc: BaseException) -> bool:
     """Whether another attempt at the failed operation is worth making.
 
-    ``InferenceError`` and its subclasses are always retryable, except
-    ``ToolLoopError`` (a circuit breaker: retrying re-triggers it).
-    ``MCPError`` and ``ToolError`` are retryable only when raised with
-    ``retryable=True``. ``WorkerCrashed`` (robotlab's own) always: the worker
+    ``InferenceError`` is retryable when its ``retryable`` flag is set: robotlab
+    sets it for transient failures only (timeouts, connection errors, HTTP 408,
+    429, 5xx), never for a missing API key, an unknown provider, other HTTP 4xx
+    or a budget overspend. ``ToolLoopError`` never is (a circuit breaker:
+    retrying re-triggers it). ``MCPError`` and ``ToolError`` are retryable only
+    when raised with ``retryable=True``. ``WorkerCrashed`` (robotlab's own) always: the worker
     was replaced, and what killed it (memory pressure, a lost node) is often
     transient. Everything else, non-robotlab errors included, never.
 
@@ -260,7 +301,9 @@ def retryable(exc: BaseException) -> bool:
     """
     if isinstance(exc, ToolLoopError):
         return False
-    if isinstance(exc, (InferenceError, WorkerCrashed)):
+    if isinstance(exc, InferenceError):
+        return bool(getattr(exc, "retryable", True))
+    if isinstance(exc, WorkerCrashed):
         return True
     if isinstance(exc, _FlaggedRetryable):
         return exc.retryable
@@ -270,7 +313,7 @@ def retryable(exc: BaseException) -> bool:
 def retryable_classes() -> tuple[type[Error], ...]:
     """The classes whose instances can be retryable, per the table above.
 
-    ``InferenceError`` (always, ``ToolLoopError`` excepted), ``MCPError`` /
+    ``InferenceError`` (when flagged, ``ToolLoopError`` never), ``MCPError`` /
     ``ToolError`` (when flagged) and ``WorkerCrashed`` (always). Use
     :func:`retryable` to classify one error.
     """

@@ -211,6 +211,8 @@ class NetworkRun:
                         task.robot.clear_messages(keep_system=True)
                         continue
                     outcome.status, outcome.error = "failed", exc
+                    partial = getattr(exc, "partial_result", None)
+                    outcome.partial_result = partial if isinstance(partial, RobotResult) else None
                     break
             outcome.finished = self._now()
             if outcome.result is not None:

@@ -210,6 +210,11 @@ class Robot(RobotMessaging):
         cancelling the awaiting task cancels the run's LLM call and tools and
         leaves the conversation as it was before the run.
 
+        A failed run also leaves the conversation as it was (after a
+        ``ToolLoopError``, as it stands), and its error's ``partial_result`` is a
+        :class:`RobotResult` of what the run did before failing: the conversation
+        up to the failure, the tool calls made, the tokens and cost spent.
+
         Args:
             tools: ``"none"`` (default: the model gets no local tools), ``"inherit"``
                 (all ``local_tools``) or an allowlist of tool names (local or MCP).
@@ -263,6 +268,8 @@ class Robot(RobotMessaging):
         try:
             return await Hooks.arun("run", ctx, run.registries, run.per_run, body)
         except BaseException as exc:
+            if isinstance(exc, Exception):  # what the run did survives on the error (not a cancellation)
+                run.attach_partial(exc)  # again: now with what the run hooks wrote, and for hook errors
             # No user turn without an answer, no tool call without its result (which the next
             # call's provider refuses). After a ToolLoopError the seed's contract keeps the
             # conversation as it stands: clear_messages() is required.

@@ -24,6 +24,8 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -32,7 +34,7 @@ from robotlab.budget import Ledger
 from robotlab.compaction import compact, estimate_tokens
 from robotlab.configuration import RunConfig
 from robotlab.doom_loop import DoomLoopDetector
-from robotlab.errors import Error, InferenceError, OutputValidationError, ToolLoopError, ToolNotFoundError
+from robotlab.errors import Error, OutputValidationError, ToolLoopError, ToolNotFoundError
 from robotlab.events import EventEmitter
 from robotlab.hooks import (
     DoomLoopHookContext,
@@ -44,6 +46,7 @@ from robotlab.hooks import (
 )
 from robotlab.llm import LlmReply, LlmRequest, Model, ToolCall, assistant_message, resolve_model, tool_message
 from robotlab.llm.calls import complete_async
+from robotlab.llm.failures import model_failure
 from robotlab.result import RobotResult, ToolCallRecord
 from robotlab.structured_output import FINAL_RESULT_TOOL, output_mode_for, output_schema
 from robotlab.tools import ToolManifest
@@ -77,14 +80,46 @@ class RobotRun:
         self.per_run = per_run
         self.events = events
         self._doom_loop = _DoomLoopWatch(self)
+        self.result = RobotResult(robot_name=robot.name)  # filled in as the run goes
+        self._started = time.perf_counter()
+
+    def partial_result(self) -> RobotResult:
+        """What the run did so far, for a failed run's ``err.partial_result``.
+
+        The conversation as it stood when the run failed (before it is rolled back),
+        the tool calls made, the tokens and cost of the LLM calls that completed.
+        """
+        partial = dataclasses.replace(self.result, messages=self.robot.messages,
+                                      tool_calls=list(self.result.tool_calls))
+        partial.duration = time.perf_counter() - self._started
+        partial.hook_metadata = self.ctx.metadata.to_dict()
+        return partial
+
+    def attach_partial(self, exc: Exception) -> None:
+        """Set ``exc.partial_result`` to :meth:`partial_result` (an outer run's replaces an inner one's)."""
+        partial = self.partial_result()
+        with contextlib.suppress(AttributeError, TypeError):  # an exception type that takes no attributes
+            exc.partial_result = partial  # type: ignore[attr-defined]
 
     async def execute(self) -> RobotResult:
-        """Run the tool loop to the model's final answer and return the result."""
+        """Run the tool loop to the model's final answer and return the result.
+
+        An exception that ends the loop leaves with ``partial_result`` attached, so the
+        ``run`` family's ``on_error`` hooks see it too.
+        """
+        try:
+            return await self._loop()
+        except Exception as exc:
+            self.attach_partial(exc)
+            raise
+
+    async def _loop(self) -> RobotResult:
         robot = self.robot
-        started = time.perf_counter()
+        started = self._started = time.perf_counter()
         model = resolve_model(robot._model(self.cfg))
+        result = self.result
+        result.model = getattr(model, "name", "")
         self._open_conversation()
-        result = RobotResult(robot_name=robot.name, model=getattr(model, "name", ""))
         output = None if self.cfg.output_type is None else _OutputTurns(self, model)
         max_rounds = self.cfg.get("max_tool_rounds")
         schemas = self.tools.schemas() + ([] if output is None else output.tool_schemas())
@@ -95,6 +130,7 @@ class RobotRun:
             reply = await self._generate(model, schemas, result.llm_calls, response_format)
             self._account(result, reply)
             robot._messages.append(assistant_message(reply))
+            self._check_budgets()  # after accounting: an overspent call's tokens are in err.partial_result
             final = None if output is None else output.final_call(reply)
             if reply.tool_calls and final is None:
                 rounds += 1
@@ -167,7 +203,7 @@ class RobotRun:
             except Error:
                 raise
             except Exception as exc:
-                raise InferenceError(f"model {getattr(model, 'name', model)!r} failed: {exc}") from exc
+                raise model_failure(str(getattr(model, "name", model)), exc) from exc
 
         try:
             reply = await Hooks.arun("llm_generation", gen_ctx, self.registries, self.per_run, body)
@@ -177,11 +213,14 @@ class RobotRun:
         for ledger, tokens, cost in reservations:
             ledger.reconcile(tokens, reply.usage.total_tokens)
             ledger.reconcile(cost, reply.cost)
+        return reply
+
+    def _check_budgets(self) -> None:
+        """Raise the post-call ``InferenceError`` when a completed call pushed a ledger over its budget."""
         for ledger in self.ledgers:
             overspent = ledger.overspend_error()
             if overspent is not None:
                 raise overspent
-        return reply
 
     # -- tool calls ------------------------------------------------------------
 

@@ -79,7 +79,13 @@ class Task:
 
 @dataclass
 class TaskOutcome:
-    """What happened to one task in one network run."""
+    """What happened to one task in one network run.
+
+    ``result`` is the robot's result when the task succeeded. When its robot
+    run failed, ``error`` is the error and ``partial_result`` what the last
+    attempt did before failing (its conversation, tool calls, tokens and cost;
+    also ``error.partial_result``); None for a task that never ran.
+    """
 
     name: str
     status: TaskStatus
@@ -89,6 +95,7 @@ class TaskOutcome:
     finished: float | None = None
     attempts: int = 0
     worker: str = "thread"  # where it ran: "thread", "process", ...
+    partial_result: RobotResult | None = None
 
     @property
     def duration(self) -> float | None:
@@ -107,4 +114,5 @@ class TaskOutcome:
             "duration": self.duration,
             "attempts": self.attempts,
             "worker": self.worker,
+            "partial_result": self.partial_result.to_dict() if self.partial_result is not None else None,
         }

@@ -22,8 +22,10 @@ def _litellm() -> Any:
 class LiteLLMModel:
     """A model reached through ``litellm.completion``.
 
-    Provider errors become :class:`~robotlab.errors.InferenceError` (retryable)
-    with ``status_code`` and ``provider_error`` (the litellm class name) kept.
+    Failures become :class:`~robotlab.errors.InferenceError` saying what really
+    happened (see :mod:`robotlab.llm.failures`): retryable only when transient,
+    ``status_code`` only when a provider response carried one, and
+    ``provider_error`` the litellm class name.
     Cost is litellm's response cost; for models it has no price for it is 0.0,
     unless ``prices=(input_per_token, output_per_token)`` is given.
 
@@ -60,7 +62,7 @@ class LiteLLMModel:
         try:
             response = litellm.completion(**kwargs)
         except Exception as exc:
-            raise self._failure(exc) from exc
+            raise self._failure(exc, kwargs) from exc
         return self._reply(litellm, response, prices)
 
     async def acomplete(self, request: LlmRequest, on_delta: Any = None) -> LlmReply:
@@ -77,7 +79,7 @@ class LiteLLMModel:
             else:
                 response = await self._stream(litellm, kwargs, on_delta)
         except Exception as exc:
-            raise self._failure(exc) from exc
+            raise self._failure(exc, kwargs) from exc
         return self._reply(litellm, response, prices)
 
     async def _stream(self, litellm: Any, kwargs: dict[str, Any], on_delta: Any) -> Any:
@@ -111,16 +113,10 @@ class LiteLLMModel:
             kwargs["response_format"] = request.response_format
         return kwargs, prices
 
-    def _failure(self, exc: Exception) -> InferenceError:
-        status = getattr(exc, "status_code", None)
-        error = InferenceError(
-            f"LLM call to {self.name!r} failed"
-            + (f" (HTTP {status})" if status else "")
-            + f": {type(exc).__name__}: {exc}"
-        )
-        error.status_code = status
-        error.provider_error = type(exc).__name__
-        return error
+    def _failure(self, exc: Exception, kwargs: dict[str, Any]) -> InferenceError:
+        from robotlab.llm.failures import litellm_failure
+
+        return litellm_failure(_litellm(), self.name, kwargs, exc)
 
     def _reply(self, litellm: Any, response: Any, prices: tuple[float, float] | None) -> LlmReply:
         message = response.choices[0].message
