@@ -1,6 +1,5 @@
 """The boundary (freeze_deep) and the wire codec, with hypothesis properties."""
 
-import contextlib
 import copy
 import dataclasses
 import datetime
@@ -175,12 +174,80 @@ def test_exact_message_cycles_and_deep_nesting():
     loop["a"].append(loop)
     with pytest.raises(RactorBoundaryError, match="cycle"):
         freeze_deep(loop)
-    deep = current = []
-    for _ in range(10_000):
-        current.append([])
-        current = current[0]
-    frozen = freeze_deep(deep)
-    assert isinstance(frozen, tuple)
+
+
+
+def nested(depth, leaf=1):
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("make", [lambda v: [v], lambda v: {"k": v}, lambda v: Point(v, 0)],
+                         ids=["list", "dict", "record"])
+def test_one_depth_limit_for_freeze_deep_and_the_wire(make):
+    value = 1
+    for _ in range(boundary.MAX_DEPTH):
+        value = make(value)
+    frozen = freeze_deep(value)
+    assert wire.decode(wire.encode(frozen)) == frozen  # what freeze_deep accepts, the wire carries
+    with pytest.raises(RactorBoundaryError, match=rf"at args.*\.\.\.\(\d+ levels\)\.\.\..*: the value nests deeper "
+                                                   rf"than {boundary.MAX_DEPTH} levels"):
+        freeze_deep(make(value), root="args")
+    # Too deep for pickle itself (a worker's result is not frozen first): the same error type, never RecursionError.
+    with pytest.raises(RactorBoundaryError, match="nests deeper than pickle can recurse"):
+        wire.encode(nested(100_000))
+
+
+def test_a_frozendict_changed_through_dict_methods_is_checked_again():
+    frozen = FrozenDict({"a": (1,)})
+    assert freeze_deep(frozen) is frozen  # intact: the same object
+    dict.__setitem__(frozen, "io", io.StringIO())
+    with pytest.raises(RactorBoundaryError, match=r"at args\['io'\]: _io\.StringIO is not shareable"):
+        freeze_deep(frozen, root="args")
+    dict.__setitem__(frozen, "io", [1])  # smuggled mutable data comes back frozen, in a new FrozenDict
+    refrozen = freeze_deep(frozen)
+    assert refrozen == {"a": (1,), "io": (1,)} and refrozen is not frozen
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class BadRepr:
+    """A shareable key whose repr fails."""
+
+    def __repr__(self):
+        raise RuntimeError("no repr")
+
+
+@dataclasses.dataclass(frozen=True)
+class WithInitFalse:
+    items: object
+    count: int = dataclasses.field(init=False, default=7)
+
+
+class TaggedPath(pathlib.PurePosixPath):
+    pass
+
+
+def test_edge_values_cross_equal_or_are_refused_with_a_boundary_error():
+    # Keys whose repr is costly or fails are named only when a message needs them.
+    assert freeze_deep({10**5000: [1]}) == {10**5000: (1,)}
+    with pytest.raises(RactorBoundaryError, match=r"at args\[<int key>\]: _io\.StringIO"):
+        freeze_deep({10**5000: io.StringIO()}, root="args")
+    with pytest.raises(RactorBoundaryError, match=r"at args\[<tests.test_boundary_wire.BadRepr key>\]"):
+        freeze_deep({BadRepr(): io.StringIO()}, root="args")
+    # A frozen dataclass with an init=False field is rebuilt without calling its constructor.
+    frozen = freeze_deep(WithInitFalse([1, 2]))
+    assert frozen == WithInitFalse((1, 2)) and frozen.count == 7 and frozen.items == (1, 2)
+    # A PurePath subclass crosses only when it carries nothing but its path.
+    assert freeze_deep(TaggedPath("/a")) == TaggedPath("/a")
+    tagged = TaggedPath("/a")
+    tagged.extra = io.StringIO()
+    with pytest.raises(RactorBoundaryError, match=r"carries attributes besides its path \(extra\)"):
+        freeze_deep(tagged)
+    # A lone surrogate cannot be msgpack (UTF-8): it travels as pickle and comes back equal.
+    for text in ("\ud800", {"k": "a\udfffb"}):
+        assert wire.decode(wire.encode(text)) == text
 
 
 def test_shared_subobjects_are_not_cycles_and_frozen_fields_rebuild():
@@ -344,12 +411,47 @@ def test_corrupt_frames_raise_wire_error_or_decode(value, data):
     else:
         index = data.draw(st.integers(min_value=0, max_value=len(frame) - 1))
         frame[index] = data.draw(st.integers(min_value=0, max_value=255))
-    with contextlib.suppress(WireError):
+    if bytes(frame) == wire.encode(freeze_deep(value)):
+        return  # the drawn byte was the one already there
+    with pytest.raises(WireError):
+        wire.decode(bytes(frame))
+
+
+def _frames():
+    import cloudpickle  # noqa: F401  (the C frame below needs it)
+
+    scale = 3
+    return {
+        "msgpack": wire.encode({"name": "robot", "ids": [1, 2, 3]}),
+        "pickle": wire.encode(freeze_deep({"name": "robot", "when": datetime.date(2026, 1, 1), "ids": [1, 2]})),
+        "cloudpickle": wire.encode(lambda x: x * scale, allow_code=True),
+    }
+
+
+@pytest.mark.parametrize("kind", ["msgpack", "pickle", "cloudpickle"])
+def test_every_single_bit_flip_of_a_frame_raises_wire_error(kind):
+    frame = _frames()[kind]
+    assert frame[:1] == {"msgpack": b"M", "pickle": b"P", "cloudpickle": b"C"}[kind]
+    for bit in range(len(frame) * 8):
+        flipped = bytearray(frame)
+        flipped[bit // 8] ^= 1 << (bit % 8)
+        with pytest.raises(WireError):
+            wire.decode(bytes(flipped))
+
+
+def test_a_corrupt_length_never_allocates_beyond_the_frame():
+    frame = bytearray(wire.encode(freeze_deep({"ids": list(range(50))})))
+    frame[1:5] = (2**32 - 1).to_bytes(4, "big")  # claims 4 GiB
+    with pytest.raises(WireError, match="length mismatch"):
         wire.decode(bytes(frame))
 
 
 def test_empty_and_unknown_frames():
+    import struct
+    import zlib
+
     with pytest.raises(WireError, match="truncated"):
         wire.decode(b"")
+    prefix = struct.pack(">cI", b"Z", 0)
     with pytest.raises(WireError, match="unknown frame kind"):
-        wire.decode(b"Z\x00\x00\x00\x00")
+        wire.decode(prefix + zlib.crc32(prefix).to_bytes(4, "big"))

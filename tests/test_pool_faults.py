@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from robotlab.errors import ConfigurationError, Error, JobFailed, RactorBoundaryError, WireError
 from robotlab.parallel import WorkerPool, freeze_deep
+from robotlab.parallel.boundary import MAX_DEPTH
 from tests import fault_jobs as jobs
 from tests.test_boundary_wire import type_exact_equal
 
@@ -94,9 +95,19 @@ def test_a_job_whose_arguments_cannot_be_rebuilt_in_the_worker_fails_alone(pool)
 def test_an_exception_that_cannot_be_pickled_still_fails_its_job(pool):
     with pytest.raises(Error, match="_UnpicklableError: odd"):
         pool.submit(jobs.raise_exit_at_pickle).result()
-    with pytest.raises(RecursionError):
-        pool.submit(jobs.deep_result, 100_000).result()
     assert pool.submit(jobs.power, 7).result() == 49
+
+
+def test_values_as_deep_as_max_depth_cross_and_deeper_ones_are_refused(pool):
+    deep = jobs.deep_result(MAX_DEPTH - 2)  # MAX_DEPTH containers: the lists and the argument tuple
+    assert pool.submit(jobs.describe, deep).result() == freeze_deep(deep)
+    with pytest.raises(RactorBoundaryError, match=f"nests deeper than {MAX_DEPTH} levels"):
+        pool.submit(jobs.describe, jobs.deep_result(MAX_DEPTH - 1))
+    # A result is not frozen first: one too deep for pickle fails its job with the same error type.
+    with pytest.raises(RactorBoundaryError, match=r"result of tests.fault_jobs:deep_result cannot be sent back.*"
+                                                  r"nests deeper than pickle can recurse"):
+        pool.submit(jobs.deep_result, 100_000).result()
+    assert pool.submit(jobs.power, 8).result() == 64
 
 
 @pytest.mark.parametrize("chunksize", [1, 3])

@@ -94,6 +94,7 @@ freeze_dict(Freezer *f, PyObject *value, int depth)
     }
     Py_ssize_t pos = 0;
     PyObject *key, *item;
+    int same = 1;  /* every value came back as itself */
     while (PyDict_Next(value, &pos, &key, &item)) {
         if (!is_builtin_scalar(key)) {
             Py_DECREF(out);
@@ -109,6 +110,7 @@ freeze_dict(Freezer *f, PyObject *value, int depth)
             Py_DECREF(out);
             return frozen;
         }
+        same = same && frozen == item;
         int failed = PyDict_SetItem(out, key, frozen);
         Py_DECREF(key);
         Py_DECREF(frozen);
@@ -116,6 +118,10 @@ freeze_dict(Freezer *f, PyObject *value, int depth)
             Py_DECREF(out);
             return NULL;
         }
+    }
+    if (same && Py_TYPE(value) == f->frozen_dict) {
+        Py_DECREF(out);  /* an intact FrozenDict comes back as itself */
+        return Py_NewRef(value);
     }
     return out;
 }
@@ -151,17 +157,16 @@ freeze(Freezer *f, PyObject *value, int depth)
     if (is_builtin_scalar(value)) {
         return Py_NewRef(value);
     }
-    if (type == f->frozen_dict) {
-        return Py_NewRef(value);  /* deeply frozen by construction */
-    }
-    if (type == &PyTuple_Type || type == &PyList_Type || type == &PyDict_Type) {
+    /* A FrozenDict is walked too: dict.__setitem__ can still put anything in one. */
+    int is_dict = type == &PyDict_Type || type == f->frozen_dict;
+    if (type == &PyTuple_Type || type == &PyList_Type || is_dict) {
         if (depth > MAX_DEPTH) {
             return not_plain(f);
         }
         if (Py_EnterRecursiveCall(" while freezing a value")) {
             return NULL;
         }
-        PyObject *frozen = type == &PyDict_Type ? freeze_dict(f, value, depth) : freeze_sequence(f, value, depth);
+        PyObject *frozen = is_dict ? freeze_dict(f, value, depth) : freeze_sequence(f, value, depth);
         Py_LeaveRecursiveCall();
         return frozen;
     }

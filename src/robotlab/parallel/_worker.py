@@ -39,7 +39,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from robotlab.errors import DependencyError, ToolError, WireError
+from robotlab.errors import DependencyError, RactorBoundaryError, ToolError, WireError
 from robotlab.parallel import shipped_hooks, wire
 from robotlab.parallel.boundary import resolve
 from robotlab.parallel.memory_proxy import MemoryProxy
@@ -258,8 +258,8 @@ def serve(channel: Channel, ident: int, log_level: int | None, initializer: str 
                 result = _run(kind, target, args, kwargs, endpoints.get("memory"), hooks, hook_metadata)
             try:
                 reply = _encode(("ok", job_id, result, hook_metadata or None, time.perf_counter() - started))
-            except WireError as exc:
-                raise WireError(f"the result of {target} cannot be sent back to the parent: {exc}") from exc
+            except (WireError, RactorBoundaryError) as exc:
+                raise type(exc)(f"the result of {target} cannot be sent back to the parent: {exc}") from exc
         except BaseException as exc:
             reply = _error_reply(job_id, exc, hook_metadata or None, time.perf_counter() - started)
         try:

@@ -4,10 +4,11 @@
 list → tuple, set → frozenset, bytearray → bytes) or raises
 ``RactorBoundaryError`` naming the path and type of the first value that
 cannot cross. It never mutates its input, is idempotent (an already frozen
-result comes back as the same object), refuses cycles, and walks with an
-explicit stack, so 10,000 levels of nesting are fine. Plain data (builtin
-containers and scalars) takes a fast path, in C when the optional ``_freeze``
-extension was built.
+result comes back as the same object; a ``FrozenDict`` is checked again all
+the same, as ``dict.__setitem__`` can still change one), refuses cycles and
+values nested deeper than ``MAX_DEPTH`` (200) levels, the most that pickle
+carries on every supported Python. Plain data (builtin containers and
+scalars) takes a fast path, in C when the optional ``_freeze`` extension was built.
 
 Classes and module-level functions are shareable as they are in Ruby's
 Ractors (classes and modules are): they cross by reference, as their import
@@ -28,6 +29,7 @@ Standard library only: this module loads inside subinterpreters.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime
 import enum
@@ -43,7 +45,7 @@ from typing import Any
 
 from robotlab.errors import RactorBoundaryError
 
-__all__ = ["FrozenDict", "freeze_deep", "import_path", "is_shareable", "resolve", "thaw_json"]
+__all__ = ["MAX_DEPTH", "FrozenDict", "freeze_deep", "import_path", "is_shareable", "resolve", "thaw_json"]
 
 _SCALARS = frozenset({
     type(None), bool, int, float, complex, str, bytes, range,
@@ -174,21 +176,23 @@ def _freeze_plain_py(value: Any, frozen_dict: type, leaf_types: set[type], not_p
     module ``_freeze`` implements exactly this function, much faster.
     """
     cls = type(value)
-    if cls in _BUILTIN_SCALARS or cls is frozen_dict:
+    if cls in _BUILTIN_SCALARS:
         return value
-    if cls is tuple or cls is list or cls is dict:
+    if cls is tuple or cls is list or cls is dict or cls is frozen_dict:
         if depth > _PLAIN_DEPTH:
             return not_plain
-        if cls is dict:
+        if cls is dict or cls is frozen_dict:  # a FrozenDict is checked too: dict.__setitem__ can change it
             frozen = dict.__new__(frozen_dict)
-            for key, item in value.items():
+            same = True
+            for key, item in dict.items(value):
                 if type(key) not in _BUILTIN_SCALARS:
                     return not_plain
                 frozen_item = _freeze_plain_py(item, frozen_dict, leaf_types, not_plain, depth + 1)
                 if frozen_item is not_plain:
                     return not_plain
+                same = same and frozen_item is item
                 dict.__setitem__(frozen, key, frozen_item)
-            return frozen
+            return value if cls is frozen_dict and same else frozen
         items = tuple(value)
         out = []
         for item in items:
@@ -215,8 +219,49 @@ except ImportError:  # built without a C compiler: the same results, slower
 _freeze_plain = _freeze_plain_c or _freeze_plain_py
 
 
+# How deep a value may nest to cross (containers and records, each one level). pickle recurses
+# on the C stack: CPython 3.11 carries about 250 levels of FrozenDict (four pickle calls
+# each) within its default recursion limit, 3.13 ten times that. One limit everywhere, with
+# room for the frames of the caller that pickles.
+MAX_DEPTH = 200
+
+
+def _describe_key(key: Any) -> str:
+    """``repr(key)``, or a stand-in when that fails (an int too long to print, a broken ``__repr__``)."""
+    try:
+        return repr(key)
+    except Exception:
+        return f"<{_type_name(key)} key>"
+
+
+def _render(path: Any) -> str:
+    """A path string (``args['ids'][0].x``) from the chain ``(parent, (how, what))`` the walker keeps."""
+    parts = []
+    while isinstance(path, tuple):
+        path, (how, what) = path
+        if how == "key":
+            parts.append(f" (key {_describe_key(what)})")
+        elif how == "item":
+            parts.append(f"[{_describe_key(what)}]")
+        elif how == "index":
+            parts.append(f"[{what}]")
+        else:
+            parts.append(f".{what}")
+    if len(parts) > 12:  # a refused value 200 levels down: its first and last steps say enough
+        parts = [*parts[:6], f"...({len(parts) - 12} levels)...", *parts[-6:]]
+    return path + "".join(reversed(parts))
+
+
+def _is_plain_path(v: Any) -> bool:
+    """A PurePath that carries nothing but the path (a subclass may add attributes that would not cross)."""
+    return not getattr(v, "__dict__", None)
+
+
 class _Freezer:
-    """Iterative post-order walk; builds frozen copies only where something changed."""
+    """Iterative post-order walk; builds frozen copies only where something changed.
+
+    Paths are built only for an error message: a key's ``repr`` may be costly or fail.
+    """
 
     def __init__(self, root: str, main_importable: bool = False) -> None:
         self.root = root
@@ -228,23 +273,27 @@ class _Freezer:
         stack: list[list[Any]] = []
         result: Any = None
 
-        def push(v: Any, path: str) -> Any:
+        def push(v: Any, path: Any) -> Any:
             """Return a leaf's frozen value directly, or None after pushing a frame."""
             cls = type(v)
-            if cls in _LEAF_TYPES or cls is FrozenDict:
+            if cls in _LEAF_TYPES:
                 return ("leaf", v)
-            if isinstance(v, (enum.Enum, PurePath)):
-                _LEAF_TYPES.add(cls)
+            if isinstance(v, enum.Enum) or (isinstance(v, PurePath) and _is_plain_path(v)):
+                if not hasattr(v, "__dict__") or isinstance(v, enum.Enum):
+                    _LEAF_TYPES.add(cls)  # instances of this type can carry nothing else
                 return ("leaf", v)
             if isinstance(v, _BY_REFERENCE) and not _is_bound_method(v):
                 try:
                     import_path(v, main_importable=self.main_importable)
                 except RactorBoundaryError as exc:
-                    raise _fail(path, v, str(exc)) from None
+                    raise _fail(_render(path), v, str(exc)) from None
                 return ("leaf", v)
+            if len(stack) >= MAX_DEPTH:
+                raise _fail(_render(path), v, f"the value nests deeper than {MAX_DEPTH} levels, the most that "
+                            "can cross to a worker")
             kind, children = self.children(v, path)
             if id(v) in on_path:
-                raise _fail(path, v, f"{_type_name(v)} contains itself (a reference cycle cannot be frozen)")
+                raise _fail(_render(path), v, f"{_type_name(v)} contains itself (a reference cycle cannot be frozen)")
             on_path.add(id(v))
             stack.append([v, path, children, 0, [], kind])
             return None
@@ -258,8 +307,7 @@ class _Freezer:
             if index < len(children):
                 frame[3] += 1
                 label, child = children[index]
-                child_path = path + label
-                leaf = push(child, child_path)
+                leaf = push(child, (path, label))
                 if leaf is not None:
                     results.append(leaf[1])
                 continue
@@ -271,32 +319,37 @@ class _Freezer:
         return result
 
     @staticmethod
-    def children(v: Any, path: str) -> tuple[str, list[tuple[str, Any]]]:
+    def children(v: Any, path: Any) -> tuple[str, list[tuple[tuple[str, Any], Any]]]:
         cls = type(v)
-        if cls is dict:
+        if cls is dict or cls is FrozenDict:  # a FrozenDict too: dict.__setitem__ can still change one
             items = []
-            for k, item in v.items():
-                items.append((f" (key {k!r})", k))
-                items.append((f"[{k!r}]", item))
-            return "dict", items
+            for k, item in dict.items(v):
+                items.append((("key", k), k))
+                items.append((("item", k), item))
+            return cls.__name__, items
         if cls is list or cls is tuple:
-            return cls.__name__, [(f"[{i}]", item) for i, item in enumerate(v)]
+            return cls.__name__, [(("index", i), item) for i, item in enumerate(v)]
         if cls is set or cls is frozenset:
-            return cls.__name__, [(f"[{item!r}]", item) for item in v]
+            return cls.__name__, [(("item", item), item) for item in v]
         if cls is bytearray:
             return "bytearray", []
         if isinstance(v, tuple) and hasattr(cls, "_fields"):  # NamedTuple
-            return "namedtuple", [(f".{name}", getattr(v, name)) for name in cls._fields]
+            return "namedtuple", [(("attr", name), getattr(v, name)) for name in cls._fields]
         fields = _fields(v)
         if fields is not None:
-            return "record", [(f".{name}", item) for name, item in fields]
-        raise _fail(path, v)
+            return "record", [(("attr", name), item) for name, item in fields]
+        if isinstance(v, PurePath):
+            raise _fail(_render(path), v, f"{_type_name(v)} carries attributes besides its path "
+                        f"({', '.join(sorted(vars(v)))}), which would not cross")
+        raise _fail(_render(path), v)
 
     @staticmethod
-    def rebuild(v: Any, kind: str, children: list[tuple[str, Any]], results: list[Any]) -> Any:
+    def rebuild(v: Any, kind: str, children: list[tuple[tuple[str, Any], Any]], results: list[Any]) -> Any:
         originals = [c for _, c in children]
         unchanged = all(a is b for a, b in zip(originals, results, strict=True))
-        if kind == "dict":
+        if kind == "FrozenDict" and unchanged:
+            return v
+        if kind in ("dict", "FrozenDict"):
             frozen = dict.__new__(FrozenDict)  # not FrozenDict(): its values are frozen already
             dict.update(frozen, zip(results[0::2], results[1::2], strict=True))
             return frozen
@@ -312,10 +365,15 @@ class _Freezer:
             return v
         if kind == "namedtuple":
             return type(v)(*results)
-        names = [label[1:] for label, _ in children]
-        if dataclasses.is_dataclass(v):
-            return dataclasses.replace(v, **dict(zip(names, results, strict=True)))
-        return type(v)(**dict(zip(names, results, strict=True)))
+        # A copy with the frozen field values set in place: the constructor (or dataclasses.replace)
+        # would refuse init=False fields and run __post_init__ again.
+        names = [name for (_, name), _ in children]
+        if not dataclasses.is_dataclass(v):  # a frozen msgspec.Struct
+            return type(v)(**dict(zip(names, results, strict=True)))
+        frozen = copy.copy(v)
+        for name, item in zip(names, results, strict=True):
+            object.__setattr__(frozen, name, item)
+        return frozen
 
 
 def thaw_json(value: Any) -> Any:

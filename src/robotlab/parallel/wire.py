@@ -1,6 +1,7 @@
 """The wire codec for jobs and results: one frame format for every backend.
 
-A frame is ``kind (1 byte) | payload length (4 bytes, big-endian) | payload``:
+A frame is ``kind (1 byte) | payload length (4 bytes) | CRC-32 (4 bytes) | payload``
+(big-endian), the checksum over the kind, the length and the payload:
 
 - ``M`` msgspec msgpack, for plain JSON-like data (str, int, float, bool,
   None, bytes, and lists / str-keyed dicts of those) — it round-trips exactly;
@@ -8,8 +9,12 @@ A frame is ``kind (1 byte) | payload length (4 bytes, big-endian) | payload``:
   (tuples, FrozenDict, dataclasses, enums, datetimes, ...): types survive;
 - ``C`` cloudpickle, only with ``allow_code=True`` (lambdas, closures).
 
-Corrupt, truncated or unknown frames raise ``WireError``. Frames are only
-ever read from robotlab's own workers: pickle must never decode untrusted data.
+Corrupt, truncated or unknown frames raise ``WireError`` before any decoding
+(every single-bit flip, and a corrupt length never allocates more than the
+frame holds). A value that nests deeper than pickle can recurse raises
+``RactorBoundaryError``, as ``freeze_deep`` does beyond ``MAX_DEPTH``. Frames
+are only ever read from robotlab's own workers: the checksum catches damage,
+not forgery, and pickle must never decode untrusted data.
 
 Example:
     >>> from robotlab.parallel.boundary import FrozenDict
@@ -24,13 +29,15 @@ from __future__ import annotations
 
 import pickle
 import struct
+import zlib
 from typing import Any
 
-from robotlab.errors import WireError
+from robotlab.errors import RactorBoundaryError, WireError
 
 __all__ = ["decode", "encode"]
 
-_HEADER = struct.Struct(">cI")
+_PREFIX = struct.Struct(">cI")  # kind, payload length: the checksum covers them too
+_HEADER = struct.Struct(">cII")  # the prefix, then the CRC-32
 _PLAIN_SCALARS = (str, int, float, bool, type(None), bytes)
 
 
@@ -49,13 +56,20 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
 
 def encode(obj: Any, *, allow_code: bool = False, msgpack: bool = True) -> bytes:
     """Encode *obj* as one frame."""
+    kind, payload = b"", b""
     if msgpack and _is_plain(obj):
         import msgspec
 
-        kind, payload = b"M", msgspec.msgpack.encode(obj)
-    else:
+        try:
+            kind, payload = b"M", msgspec.msgpack.encode(obj)
+        except UnicodeEncodeError:  # a lone surrogate: pickle carries it
+            kind = b""
+    if not kind:
         try:
             kind, payload = b"P", pickle.dumps(obj, protocol=5)
+        except RecursionError:
+            raise RactorBoundaryError(f"cannot encode {type(obj).__name__} for a worker: it nests deeper than "
+                                      "pickle can recurse here") from None
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
             if not allow_code:
                 raise WireError(
@@ -65,7 +79,8 @@ def encode(obj: Any, *, allow_code: bool = False, msgpack: bool = True) -> bytes
             import cloudpickle
 
             kind, payload = b"C", cloudpickle.dumps(obj, protocol=5)
-    return _HEADER.pack(kind, len(payload)) + payload
+    prefix = _PREFIX.pack(kind, len(payload))
+    return prefix + zlib.crc32(payload, zlib.crc32(prefix)).to_bytes(4, "big") + payload
 
 
 def decode(data: bytes | bytearray | memoryview) -> Any:
@@ -73,10 +88,12 @@ def decode(data: bytes | bytearray | memoryview) -> Any:
     view = memoryview(data)
     if len(view) < _HEADER.size:
         raise WireError(f"truncated frame: {len(view)} bytes, the header alone is {_HEADER.size}")
-    kind, length = _HEADER.unpack_from(view)
+    kind, length, checksum = _HEADER.unpack_from(view)
     payload = view[_HEADER.size:]
     if len(payload) != length:
         raise WireError(f"frame length mismatch: header says {length} bytes, got {len(payload)}")
+    if zlib.crc32(payload, zlib.crc32(view[:_PREFIX.size])) != checksum:
+        raise WireError(f"corrupt frame: its CRC-32 does not match its {length}-byte payload")
     try:
         if kind == b"M":
             import msgspec
