@@ -86,3 +86,65 @@ class Remember(Tool):
     def execute(self, key: str, value: str) -> list:
         self.memory.set(key, value)
         return self.memory.keys()
+
+
+# -- atomic read-modify-write ---------------------------------------------------------------------------------
+
+
+def increment_many(key: str, n: int, by: int | float = 1) -> int:
+    proxy = memory()
+    for _ in range(n):
+        proxy.increment(key, by)
+    return n
+
+
+def add_with_compare_and_set(key: str, n: int) -> int:
+    """*n* increments as compare-and-set loops; returns how many attempts lost a race."""
+    proxy = memory()
+    retries = 0
+    for _ in range(n):
+        while True:
+            old = proxy.get(key)
+            if proxy.compare_and_set(key, old, (old or 0) + 1):
+                break
+            retries += 1
+    return retries
+
+
+def get_then_set_many(key: str, n: int) -> int:
+    proxy = memory()
+    for _ in range(n):
+        proxy.set(key, (proxy.get(key) or 0) + 1)
+    return n
+
+
+def increment_once(key: str, by: object = 1) -> object:
+    return memory().increment(key, by)
+
+
+def compare_and_set(key: str, expected: object, new: object) -> bool:
+    return memory().compare_and_set(key, expected, new)
+
+
+def redis_increments(url: str, namespace: str, key: str, n: int) -> int:
+    """*n* increments through a Redis memory of this worker's own (its own connection to the server)."""
+    from robotlab import create_memory
+
+    with create_memory(backend="redis", url=url, namespace=namespace) as own:
+        for _ in range(n):
+            own.increment(key)
+    return n
+
+
+def redis_compare_and_set_adds(url: str, namespace: str, key: str, n: int) -> int:
+    from robotlab import create_memory
+
+    retries = 0
+    with create_memory(backend="redis", url=url, namespace=namespace) as own:
+        for _ in range(n):
+            while True:
+                old = own.get(key)
+                if own.compare_and_set(key, old, {"n": (old or {"n": 0})["n"] + 1}):
+                    break
+                retries += 1
+    return retries

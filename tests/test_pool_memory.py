@@ -135,3 +135,63 @@ def test_a_tool_in_a_worker_sees_the_memory_as_self_memory(backend):
         assert pool.run_tool(jobs.Remember, {"key": "a", "value": "1"}) == ["a"]
         assert pool.run_tool(jobs.Remember, {"key": "b", "value": "2"}, memory=robot_memory) == ["b"]
     assert pool_memory.snapshot() == {"a": "1"} and robot_memory.snapshot() == {"b": "2"}
+
+
+# -- atomic read-modify-write through the proxy -----------------------------------------------------------
+
+
+def test_increments_from_eight_workers_are_never_lost(backend):
+    memory_ = create_memory()
+    seen = []
+    memory_.subscribe("hits", lambda change: seen.append(change.value))
+    with WorkerPool(size=8, backend=backend, memory=memory_) as pool:
+        futures = [pool.submit(jobs.increment_many, "hits", 1000) for _ in range(8)]
+        assert [f.result(120) for f in futures] == [1000] * 8
+    assert memory_.get("hits") == 8000
+    assert sorted(seen) == list(range(1, 8001))  # one notification per increment, each its own value
+
+
+def test_compare_and_set_loops_from_workers_lose_nothing(backend):
+    memory_ = create_memory()
+    with WorkerPool(size=4, backend=backend, memory=memory_) as pool:
+        futures = [pool.submit(jobs.add_with_compare_and_set, "n", 250) for _ in range(4)]
+        for future in futures:
+            future.result(120)
+    assert memory_.get("n") == 1000
+
+
+def test_compare_and_set_in_a_worker_compares_with_the_value_as_the_worker_reads_it(backend):
+    memory_ = create_memory()
+    memory_.set("cfg", {"ids": [1, 2]})  # the worker reads FrozenDict({'ids': (1, 2)})
+    with WorkerPool(size=1, backend=backend, memory=memory_) as pool:
+        assert pool.submit(jobs.compare_and_set, "cfg", {"ids": [1, 2]}, ["v", 2]).result(30) is True
+        assert pool.submit(jobs.compare_and_set, "cfg", {"ids": [1, 2]}, "lost").result(30) is False
+        assert pool.submit(jobs.compare_and_set, "new", None, 1).result(30) is True
+    assert memory_.snapshot() == {"cfg": ("v", 2), "new": 1}
+
+
+def test_increment_errors_cross_with_their_type_and_leave_the_value(backend):
+    memory_ = create_memory()
+    memory_.set("name", "ada")
+    with WorkerPool(size=1, backend=backend, memory=memory_) as pool:
+        with pytest.raises(ConfigurationError, match=r"cannot increment memory\['name'\]: it holds a str"):
+            pool.submit(jobs.increment_once, "name").result(30)
+        with pytest.raises(TypeError, match="by= must be an int or a float, got str"):
+            pool.submit(jobs.increment_once, "n", "1").result(30)
+        with pytest.raises(ConfigurationError, match="reserved"):
+            pool.submit(jobs.increment_once, "data").result(30)
+        assert pool.submit(jobs.increment_once, "n", 0.5).result(30) == 0.5
+    assert memory_.snapshot() == {"name": "ada", "n": 0.5}
+
+
+def test_atomic_writes_wake_readers_on_both_sides(backend):
+    memory_ = create_memory()
+    with WorkerPool(size=2, backend=backend, memory=memory_) as pool:
+        pool.wait_until_ready(30)
+        waiting = pool.submit(jobs.wait_for, "count", 30)  # a worker blocked on a key ...
+        time.sleep(0.3)
+        assert not waiting.done()
+        memory_.increment("count")  # ... woken by a parent increment
+        assert waiting.result(30) == 1
+        threading.Timer(0.2, lambda: pool.submit(jobs.compare_and_set, "owner", None, "worker")).start()
+        assert memory_.get("owner", wait=30) == "worker"  # a parent reader woken by a worker's compare_and_set

@@ -229,6 +229,142 @@ def test_update_validates_every_key_and_value_before_writing(any_memory):
     assert m.keys() == ["kept"]
 
 
+# -- atomic read-modify-write, on both backends ---------------------------------------------------
+
+
+def test_increment_adds_atomically_and_starts_missing_keys_at_zero(any_memory):
+    m = any_memory()
+    assert m.increment("hits") == 1
+    assert m.increment("hits", by=41) == 42 and m.get("hits") == 42
+    assert m.increment("hits", -2) == 40
+    assert m.increment("score", 0.5) == 0.5 and m.increment("score", 2) == 2.5
+    assert type(m.increment("mixed", 1)) is int and m.increment("mixed", 0.25) == 1.25
+    m.set("big", 2**70)  # beyond HINCRBY's 64 bits: still exact
+    assert m.increment("big") == 2**70 + 1
+    m.set("edge", 2**63 - 1)  # the sum overflows 64 bits
+    assert m.increment("edge") == 2**63
+    assert m.keys() == ["hits", "score", "mixed", "big", "edge"]
+
+
+@pytest.mark.parametrize("value", ["3", None, True, [1], {"n": 1}])
+def test_increment_refuses_a_value_that_is_not_a_number_and_keeps_it(any_memory, value):
+    m = any_memory()
+    m.set("k", value)
+    seen = []
+    m.subscribe("*", seen.append)
+    with pytest.raises(ConfigurationError) as caught:
+        m.increment("k")
+    assert str(caught.value) == (f"cannot increment memory['k']: it holds a {type(value).__name__}, not a number "
+                                 "(only int and float values can be incremented)")
+    assert m.get("k") == value and seen == []
+
+
+@pytest.mark.parametrize("by", ["1", None, True, [1]])
+def test_increment_by_must_be_a_number(any_memory, by):
+    m = any_memory()
+    with pytest.raises(TypeError, match=r"increment by= must be an int or a float, got "):
+        m.increment("k", by)
+    assert "k" not in m
+    with pytest.raises(ConfigurationError, match="reserved memory key"):
+        m.increment("data")
+
+
+def test_increment_and_compare_and_set_wake_readers_and_fire_subscriptions(any_memory):
+    m = any_memory()
+    log = []
+    m.subscribe("*", lambda c: log.append((c.key, c.value, c.previous, c.created)))
+    threading.Timer(0.1, m.increment, args=("count",)).start()
+    started = time.monotonic()
+    assert m.get("count", wait=30) == 1
+    assert time.monotonic() - started < 20  # woken by the increment, not by the timeout
+    threading.Timer(0.1, m.compare_and_set, args=("owner", None, "ada")).start()
+    assert m.get("owner", wait=30) == "ada"
+    m.increment("count", 2)
+    assert m.compare_and_set("owner", "bob", "eve") is False  # a failed compare writes and fires nothing
+    assert m.compare_and_set("owner", "ada", "bob") is True
+    assert log == [("count", 1, None, True), ("owner", "ada", None, True), ("count", 3, 1, False),
+                   ("owner", "bob", "ada", False)]
+
+
+def test_compare_and_set_writes_only_over_the_expected_value(any_memory):
+    m = any_memory()
+    assert m.compare_and_set("k", "x", 1) is False and "k" not in m  # missing compares as None
+    assert m.compare_and_set("k", None, 1) is True and m.get("k") == 1
+    assert m.compare_and_set("k", None, 2) is False and m.get("k") == 1
+    assert m.compare_and_set("k", 1, {"ids": [1, 2]}) is True
+    assert m.compare_and_set("k", {"ids": [1, 2]}, None) is True  # equal by ==, not identity
+    assert m.get("k", default="absent") is None and "k" in m  # a stored None
+    assert m.compare_and_set("k", None, "back") is True and m.get("k") == "back"
+    assert m.keys() == ["k"]
+    with pytest.raises(ConfigurationError, match="reserved memory key"):
+        m.compare_and_set("results", None, 1)
+
+
+def test_eight_threads_of_increments_and_compare_and_set_loops_lose_nothing(any_memory):
+    m = any_memory()
+    barrier = threading.Barrier(8)
+    values = []
+
+    def increments():
+        barrier.wait()
+        values.extend(m.increment("hits") for _ in range(1000))
+
+    def cas_loop():
+        for _ in range(100):
+            while True:
+                old = m.get("cas")
+                if m.compare_and_set("cas", old, (old or 0) + 1):
+                    break
+
+    for work in (increments, cas_loop):
+        threads = [threading.Thread(target=work) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    assert m.get("hits") == 8000 and sorted(values) == list(range(1, 8001))  # each increment got its own value
+    assert m.get("cas") == 800
+
+
+def test_increments_from_eight_processes_on_one_namespace_end_exact(open_memory, redis_server):  # noqa: F811
+    from robotlab.parallel import WorkerPool
+
+    memory = open_memory()
+    seen = []
+    memory.subscribe("hits", lambda c: seen.append(c.value))  # other processes' writes: the dispatch thread
+    memory.set("state", {"n": 0})
+    with WorkerPool(size=8, backend="process") as pool:
+        futures = [pool.submit(jobs.redis_increments, redis_server.url, memory.namespace, "hits", 1000)
+                   for _ in range(8)]
+        assert [f.result(120) for f in futures] == [1000] * 8
+        futures = [pool.submit(jobs.redis_compare_and_set_adds, redis_server.url, memory.namespace, "state", 100)
+                   for _ in range(8)]
+        [f.result(120) for f in futures]
+    assert memory.get("hits") == 8000 and memory.get("state") == {"n": 800}
+    deadline = time.monotonic() + 30
+    while len(seen) < 8000 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sorted(seen) == list(range(1, 8001))
+
+
+def test_increment_stores_plain_json_numbers(open_memory, raw, namespace):
+    memory = open_memory()
+    memory.increment("n", 5)
+    memory.increment("f", 0.1)
+    memory.increment("f", 0.2)
+    assert raw.hget(f"{namespace}:values", "n") == b"5"
+    assert raw.hget(f"{namespace}:values", "f") == json.dumps(0.1 + 0.2).encode()
+    assert memory.get("f") == 0.1 + 0.2  # Python's arithmetic, not Redis's
+
+
+def test_increment_and_compare_and_set_work_with_the_pickle_serializer(open_memory):
+    memory = open_memory(serializer="pickle")
+    assert memory.increment("n") == 1 and memory.increment("n", 1.5) == 2.5
+    point = Point(1, 2)
+    assert memory.compare_and_set("p", None, point) is True
+    assert memory.compare_and_set("p", Point(1, 2), Point(3, 4)) is True and memory.get("p") == Point(3, 4)
+
+
 # -- sharing between memories and processes -----------------------------------------------------
 
 

@@ -24,6 +24,9 @@ Decisions (see ``docs/memory.md``):
 * Subscription callbacks take one argument, a :class:`MemoryChange`. They run
   after the write, outside the lock, on the writer's thread, in subscription
   order; an exception in one is logged on ``robotlab.memory`` and swallowed.
+* ``set``, ``update``, ``delete``, ``increment`` and ``compare_and_set`` are
+  each one atomic step; ``set(k, get(k) + 1)`` is not (another writer can
+  land between the two calls): use ``increment`` or a ``compare_and_set`` loop.
 * Keys are normalised with ``str()``. The reserved keys (``data``,
   ``results``, ``messages``, ``session_id``, ``cache``) are not part of the
   key space: ``set``/``get``/``delete``/``update`` on them raise
@@ -84,6 +87,27 @@ _DOCUMENTS_MESSAGE = (
 
 def _reserved_error(key: str) -> ConfigurationError:
     return ConfigurationError(f"{key!r} is a reserved memory key; use {_ACCESSOR_HINT[key]} instead")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _number_step(by: Any) -> int | float:
+    """*by* for ``increment``, or ``TypeError``."""
+    if not _is_number(by):
+        raise TypeError(f"increment by= must be an int or a float, got {type(by).__name__}")
+    return by
+
+
+def _number_at(key: str, value: Any) -> int | float:
+    """The stored *value* when ``increment`` may add to it, else ``ConfigurationError`` (the value stays)."""
+    if not _is_number(value):
+        raise ConfigurationError(
+            f"cannot increment memory[{key!r}]: it holds a {type(value).__name__}, not a number "
+            "(only int and float values can be incremented)"
+        )
+    return value
 
 
 def _plain(value: Any) -> Any:
@@ -351,6 +375,73 @@ class Memory:
             self._changed.notify_all()
         for subscribers, change in changes:
             self._notify(subscribers, change)
+
+    def increment(self, key: object, by: int | float = 1) -> int | float:
+        """Add *by* to the number at *key* in one atomic step and return the new value.
+
+        A missing key starts at ``0``. Concurrent increments from threads,
+        workers (through ``robotlab.parallel.memory()``) or other processes
+        sharing a Redis memory are never lost, unlike ``set(key, get(key) + 1)``.
+        The write wakes blocked readers and fires subscriptions like ``set``.
+        A value that is not an ``int`` or ``float`` (``bool`` included) raises
+        ``ConfigurationError`` and stays as it was; a *by* that is not a number
+        raises ``TypeError``.
+
+        >>> memory = Memory()
+        >>> memory.increment("visits")
+        1
+        >>> memory.increment("visits", by=2.5)
+        3.5
+        """
+        key = self._key(key)
+        by = _number_step(by)
+        with self._changed:
+            created = key not in self._values
+            previous = self._values.get(key)
+            value = (0 if created else _number_at(key, previous)) + by
+            self._values[key] = value
+            subscribers = self._matching(key)
+            self._changed.notify_all()
+        self._notify(subscribers, MemoryChange(key, value, previous, created=created, memory=self))
+        return value
+
+    def compare_and_set(self, key: object, expected: Any, new: Any) -> bool:
+        """Write *new* at *key* only if it still holds *expected*, in one atomic step; returns whether it did.
+
+        The comparison is ``==`` against what ``get(key)`` would return, so a
+        missing key compares as ``None`` (``compare_and_set(k, None, v)``
+        creates *k*). A successful write wakes readers and fires subscriptions
+        like ``set``; a failed one changes nothing. Loop on it to apply any
+        function *f* atomically (a retry means another writer got there first)::
+
+            while True:
+                old = memory.get(key)
+                if memory.compare_and_set(key, old, f(old)):
+                    break
+
+        >>> memory = Memory()
+        >>> memory.compare_and_set("owner", None, "ada")
+        True
+        >>> memory.compare_and_set("owner", None, "bob")
+        False
+        >>> memory.get("owner")
+        'ada'
+        """
+        return self._compare_and_set(key, lambda current: current is expected or current == expected, new)
+
+    def _compare_and_set(self, key: object, matches: Callable[[Any], Any], new: Any) -> bool:
+        """``compare_and_set`` with the test given as ``matches(current)`` (``None`` for a missing key)."""
+        key = self._key(key)
+        with self._changed:
+            created = key not in self._values
+            previous = self._values.get(key)
+            if not matches(previous):
+                return False
+            self._values[key] = new
+            subscribers = self._matching(key)
+            self._changed.notify_all()
+        self._notify(subscribers, MemoryChange(key, new, previous, created=created, memory=self))
+        return True
 
     def delete(self, key: object) -> Any:
         """Remove *key*; returns its old value (``None`` when absent, and then nothing fires)."""

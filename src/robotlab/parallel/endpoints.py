@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from robotlab.budget import Ledger, Reservation
-from robotlab.errors import AwaitTimeout, Error
+from robotlab.errors import AwaitTimeout, Error, RactorBoundaryError
 from robotlab.memory import Memory
 from robotlab.parallel.boundary import freeze_deep
 
@@ -76,6 +76,11 @@ class MemoryEndpoint(Endpoint):
             return memory.set(*args)
         if op == "update":
             return memory.update(args[0])
+        if op == "increment":
+            return memory.increment(*args)
+        if op == "compare_and_set":
+            key, expected, new = args
+            return memory._compare_and_set(key, lambda current: _frozen_equal(current, expected), new)
         if op == "delete":
             return freeze_deep(memory.delete(args[0]), root=f"memory[{args[0]!r}]")
         if op == "delitem":
@@ -103,6 +108,16 @@ class MemoryEndpoint(Endpoint):
                     if not still_waiting():
                         raise Error("the worker that asked no longer waits") from None
         return freeze_deep(values[keys[0]] if len(keys) == 1 else values, root="memory")
+
+
+def _frozen_equal(current: Any, expected: Any) -> bool:
+    """Whether *current* (a parent value) is what a worker reading it got and sent back as *expected*."""
+    if current is expected:
+        return True
+    try:
+        return bool(freeze_deep(current, root="memory") == expected)
+    except RactorBoundaryError:  # a value no worker can read equals nothing a worker sends
+        return False
 
 
 class LedgerEndpoint(Endpoint):

@@ -7,6 +7,7 @@ Example (inside a function run by ``WorkerPool(memory=memory).submit``)::
     def count_words(text: str) -> int:
         n = len(text.split())
         memory().set(f"words.{text[:10]}", n)   # the parent's subscriptions fire now
+        memory().increment("texts")              # atomic: no other worker's count is lost
         return n
 
 Every call is one synchronous request to the parent (see ``parent_calls``),
@@ -62,6 +63,21 @@ class MemoryProxy:
         """Write several keys at once (atomically in the parent)."""
         items = dict(values or {}, **kwargs)
         self._remote.call("update", freeze_deep({str(k): v for k, v in items.items()}, root="memory"))
+
+    def increment(self, key: object, by: int | float = 1) -> int | float:
+        """As ``Memory.increment``: one atomic step in the parent, so no worker's increment is lost."""
+        if not isinstance(by, (int, float)) or isinstance(by, bool):
+            raise TypeError(f"increment by= must be an int or a float, got {type(by).__name__}")
+        return self._remote.call("increment", str(key), by)
+
+    def compare_and_set(self, key: object, expected: Any, new: Any) -> bool:
+        """As ``Memory.compare_and_set``, atomic in the parent.
+
+        *expected* is compared with the stored value as this worker would read
+        it (frozen), so a value just read with ``get`` matches.
+        """
+        return self._remote.call("compare_and_set", str(key), freeze_deep(expected, root="expected"),
+                                 freeze_deep(new, root=f"memory[{str(key)!r}]"))
 
     def delete(self, key: object) -> Any:
         """Remove *key*; returns its old value (``None`` when absent)."""

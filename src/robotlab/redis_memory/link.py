@@ -100,6 +100,8 @@ class RedisLink:
         self.closed = False
         self._write = client.register_script(scripts.WRITE)
         self._delete = client.register_script(scripts.DELETE)
+        self._compare_and_write = client.register_script(scripts.COMPARE_AND_WRITE)
+        self._increment_integer = client.register_script(scripts.INCREMENT_INTEGER)
         self.list_replace = client.register_script(scripts.LIST_REPLACE)
         self.list_delete_index = client.register_script(scripts.LIST_DELETE_INDEX)
 
@@ -120,6 +122,26 @@ class RedisLink:
         for key, raw in items:
             args += (key, raw)
         return self._write(keys=[hash_key, order_key, self.keys.sequence], args=args, client=self.client)
+
+    def compare_and_write(self, hash_key: str, order_key: str, key: str, expected: bytes | None, raw: bytes,
+                          *, publish: bool) -> bytes | None:
+        """Store *raw* at *key* only if it still holds the bytes *expected* (``None``: only if absent).
+
+        Returns the change frame, or ``None`` when the key held something else (nothing is written).
+        """
+        args = [self.keys.channel if publish else "", self.origin, key, "0" if expected is None else "1",
+                b"" if expected is None else expected, raw]
+        return self._compare_and_write(keys=[hash_key, order_key, self.keys.sequence], args=args,
+                                       client=self.client)
+
+    def increment_integer(self, hash_key: str, order_key: str, key: str, by: int, *, publish: bool) -> bytes | None:
+        """Add the integer *by* to the JSON integer at *key* (missing: 0) atomically; the change frame.
+
+        ``None`` when the stored value is not a 64-bit integer or the sum would overflow (nothing is written).
+        """
+        args = [self.keys.channel if publish else "", self.origin, key, str(by)]
+        return self._increment_integer(keys=[hash_key, order_key, self.keys.sequence], args=args,
+                                       client=self.client)
 
     def delete(self, hash_key: str, order_key: str, key: str, *, publish: bool) -> bytes | None:
         """Remove *key* atomically; the change frame, or ``None`` when it was absent."""

@@ -18,7 +18,8 @@ Example:
 
 from __future__ import annotations
 
-__all__ = ["DELETE", "LIST_DELETE_INDEX", "LIST_REPLACE", "WRITE", "parse_frame"]
+__all__ = ["COMPARE_AND_WRITE", "DELETE", "INCREMENT_INTEGER", "LIST_DELETE_INDEX", "LIST_REPLACE", "WRITE",
+           "parse_frame"]
 
 _NETSTRING = "local function field(s) return #s .. ':' .. s end\n"
 
@@ -41,6 +42,52 @@ for i = 4, #ARGV, 2 do
   end
 end
 local out = table.concat(frame)
+if ARGV[1] ~= '' then redis.call('PUBLISH', ARGV[1], out) end
+return out
+"""
+
+#: KEYS: hash, order zset, sequence counter.
+#: ARGV: channel ('' = do not publish), origin, key, present ('1': the key must hold exactly the bytes
+#: ARGV[5]; '0': it must be absent), expected bytes, new bytes.
+#: Returns the change frame, or nil when the key did not hold what was expected (then nothing is written).
+COMPARE_AND_WRITE = _NETSTRING + """
+local hash, order, seq, key = KEYS[1], KEYS[2], KEYS[3], ARGV[3]
+local previous = redis.call('HGET', hash, key)
+if ARGV[4] == '1' then
+  if previous ~= ARGV[5] then return false end
+elseif previous then
+  return false
+end
+redis.call('HSET', hash, key, ARGV[6])
+local out
+if previous then
+  out = field(ARGV[2]) .. field('u') .. field(key) .. field(previous) .. field(ARGV[6])
+else
+  redis.call('ZADD', order, redis.call('INCR', seq), key)
+  out = field(ARGV[2]) .. field('c') .. field(key) .. field('') .. field(ARGV[6])
+end
+if ARGV[1] ~= '' then redis.call('PUBLISH', ARGV[1], out) end
+return out
+"""
+
+#: KEYS: hash, order zset, sequence counter. ARGV: channel ('' = do not publish), origin, key, by (an integer).
+#: The fast path of ``increment`` for JSON integers: HINCRBY, exact over 64-bit integers.
+#: Returns the change frame, or nil, writing nothing, when the stored value is not a 64-bit integer
+#: in canonical form or the sum overflows (then the caller takes the general path).
+INCREMENT_INTEGER = _NETSTRING + """
+local hash, order, seq, key = KEYS[1], KEYS[2], KEYS[3], ARGV[3]
+local previous = redis.call('HGET', hash, key)
+if previous and not string.match(previous, '^%-?%d+$') then return false end
+local reply = redis.pcall('HINCRBY', hash, key, ARGV[4])
+if type(reply) == 'table' and reply.err then return false end
+local value = redis.call('HGET', hash, key)
+local out
+if previous then
+  out = field(ARGV[2]) .. field('u') .. field(key) .. field(previous) .. field(value)
+else
+  redis.call('ZADD', order, redis.call('INCR', seq), key)
+  out = field(ARGV[2]) .. field('c') .. field(key) .. field('') .. field(value)
+end
 if ARGV[1] ~= '' then redis.call('PUBLISH', ARGV[1], out) end
 return out
 """

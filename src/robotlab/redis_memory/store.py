@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from robotlab.errors import AwaitTimeout, ConfigurationError
-from robotlab.memory import Memory, MemoryChange, StateProxy
+from robotlab.memory import Memory, MemoryChange, StateProxy, _number_at, _number_step
 from robotlab.redis_memory.codec import ValueCodec
 from robotlab.redis_memory.link import NamespaceKeys, RedisLink, import_redis, safe_url
 from robotlab.redis_memory.listener import RECHECK_SECONDS, Change, ChangeListener, Dispatcher
@@ -32,6 +32,7 @@ __all__ = ["RedisMemory"]
 logger = logging.getLogger("robotlab.memory")
 
 _STOP_TIMEOUT = 10.0  # seconds close() waits for each background thread
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # what HINCRBY adds exactly
 
 
 class RedisMemory(Memory):
@@ -172,6 +173,51 @@ class RedisMemory(Memory):
         frame = self._link.write(keys.values, keys.order, items, publish=True)
         self._listener.bump()
         self._deliver(parse_frame(frame)[1])
+
+    def increment(self, key: object, by: int | float = 1) -> int | float:
+        """Add *by* to the number at *key* atomically across every process sharing the namespace.
+
+        An integer added to a JSON integer is one Lua script (``HINCRBY``);
+        anything else (floats, the pickle serializer, integers beyond 64 bits)
+        is an optimistic compare-and-set on the stored bytes, retried when
+        another writer got there first. Errors as ``Memory.increment``.
+        """
+        key = self._key(key)
+        by = _number_step(by)
+        keys = self._link.keys
+        if self.serializer == "json" and isinstance(by, int) and _INT64_MIN <= by <= _INT64_MAX:
+            frame = self._link.increment_integer(keys.values, keys.order, key, int(by), publish=True)
+            if frame is not None:
+                return self._wrote(frame)[1]
+        while True:
+            raw = self._link.client.hget(keys.values, key)
+            value = (0 if raw is None else _number_at(key, self._decode(key, raw))) + by
+            frame = self._link.compare_and_write(keys.values, keys.order, key, raw, self._encode(key, value),
+                                                 publish=True)
+            if frame is not None:
+                self._wrote(frame)
+                return value
+
+    def _compare_and_set(self, key: object, matches: Any, new: Any) -> bool:
+        """Read, test and write back only if the stored bytes did not change meanwhile (else read again)."""
+        key = self._key(key)
+        encoded = self._encode(key, new)
+        keys = self._link.keys
+        while True:
+            raw = self._link.client.hget(keys.values, key)
+            if not matches(None if raw is None else self._decode(key, raw)):
+                return False
+            frame = self._link.compare_and_write(keys.values, keys.order, key, raw, encoded, publish=True)
+            if frame is not None:
+                self._wrote(frame)
+                return True
+
+    def _wrote(self, frame: bytes) -> tuple[str, Any]:
+        """Wake readers and fire subscriptions for a one-key write; ``(key, new value)``."""
+        self._listener.bump()
+        (change,) = parse_frame(frame)[1]
+        self._deliver([change])
+        return change[1], self._decode(change[1], change[3])
 
     def _delete(self, key: str, *, missing_ok: bool) -> Any:
         keys = self._link.keys
