@@ -36,8 +36,9 @@ def read_pid(path: Path, limit: float = 30.0) -> int:
     return int(path.read_text())
 
 
-def test_a_jobs_subprocess_is_gone_within_5_s_of_shutdown():
-    pool = WorkerPool(size=1)
+@pytest.mark.parametrize("start_method", ["forkserver", "spawn"])
+def test_a_jobs_subprocess_is_gone_within_5_s_of_shutdown(start_method):
+    pool = WorkerPool(size=1, start_method=start_method)
     pid = pool.submit(jobs.start_sleeper).result(30)
     assert psutil.Process(pid).is_running()  # the job returned and left it running
     worker = pool.worker_ids[0]

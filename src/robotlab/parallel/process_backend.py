@@ -3,7 +3,10 @@
 Each worker is a ``multiprocessing`` process with one duplex pipe. Every
 worker also holds the read end of an "alive" pipe whose only writer is the
 pool's process, so workers exit by themselves when the parent dies, even in
-the middle of a job.
+the middle of a job. Every worker leads its own process group, which the
+pool SIGKILLs when the worker ends (see ``ProcessWorker``), so the
+subprocesses its jobs started end with it; a process that leaves the group
+(``setsid``) is out of reach.
 
 Under forkserver the worker runtime is added to the forkserver's preload
 list, so the forkserver imports it once and every worker forks with it
