@@ -156,3 +156,18 @@ def wait_for_file(path, limit):
 def log_from_worker(message):
     logging.getLogger("tests.worker").warning("%s from %s", message, worker_id())
     return worker_id()
+
+
+def start_sleeper(pidfile=None, then=0.0):
+    """Start ``sleep 300`` and leave it running; write its pid to *pidfile* (if given), sleep *then*
+    seconds, return the pid: a job that leaves a subprocess behind (or is stopped while it runs)."""
+    import subprocess
+
+    child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    if pidfile is not None:
+        with open(f"{pidfile}.part", "w") as f:
+            f.write(str(child.pid))
+        os.replace(f"{pidfile}.part", pidfile)  # whole, or not there yet
+    time.sleep(then)
+    return child.pid

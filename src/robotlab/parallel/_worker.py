@@ -26,6 +26,7 @@ parent, as ``shipped_hooks.describe`` made them, registered again here.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -206,8 +207,8 @@ def _encode(message: Any) -> bytes:
 
 
 def serve(channel: Channel, ident: int, log_level: int | None, initializer: str | None, initargs: tuple, *,
-          per_thread: bool = False) -> None:
-    """The worker loop: until the parent sends ``None`` or closes the channel.
+          per_thread: bool = False) -> bool:
+    """The worker loop: until the parent sends ``None`` (then True) or closes the channel (False).
 
     *log_level* None leaves logging alone, and *per_thread* keeps each job's endpoints to
     this thread: both for a thread worker, which shares the parent's interpreter (its log
@@ -228,7 +229,7 @@ def serve(channel: Channel, ident: int, log_level: int | None, initializer: str 
             resolve(initializer)(*initargs)
         except BaseException:
             send_frame(_encode(("init_error", traceback.format_exc())))
-            return
+            return True
     send_frame(_encode(("ready", ident)))
 
     def receive() -> Any:
@@ -243,9 +244,9 @@ def serve(channel: Channel, ident: int, log_level: int | None, initializer: str 
         try:
             job = link.inbox.popleft() if link.inbox else receive()
         except (EOFError, OSError):
-            return  # the parent closed the channel
+            return False  # the parent closed the channel
         if job is None:
-            return  # orderly stop
+            return True  # orderly stop
         if isinstance(job, WireError):
             send_frame(_error_reply(None, job, None, 0.0))
             continue
@@ -265,15 +266,41 @@ def serve(channel: Channel, ident: int, log_level: int | None, initializer: str 
         try:
             send_frame(reply)
         except OSError:
-            return  # the parent gave up on this worker (a timeout) or is gone
+            return False  # the parent gave up on this worker (a timeout) or is gone
 
 
 def _exit_with_parent(alive: Any) -> None:
-    """Only the parent holds the write end of *alive*: EOF means the parent is gone."""
+    """Only the parent holds the write end of *alive*: EOF means the parent is gone.
+
+    Then the pool cannot end this worker's process group, so the worker does (see
+    _end_own_group), here or, when the closed channel ends its loop first, in process_main.
+    """
     from multiprocessing.connection import wait
 
     wait([alive])
+    _end_own_group()
     os._exit(0)
+
+
+def _end_own_group() -> None:
+    """SIGKILL this worker's process group, itself included, if it leads one (never the group it started in)."""
+    import signal
+
+    if hasattr(os, "killpg") and os.getpgrp() == os.getpid():
+        os.killpg(os.getpid(), signal.SIGKILL)
+
+
+def _lead_own_group() -> None:
+    """Make this worker the leader of a new process group, so the pool can end the whole group.
+
+    The subprocesses its jobs start join the group and the pool kills it when the worker
+    stops (see ``ProcessWorker``). ``setpgrp``, not ``setsid``: the worker stays in the
+    session (and so keeps the controlling terminal), but terminal signals (Ctrl-C, Ctrl-Z)
+    go to the foreground group only, which the worker is no longer part of.
+    """
+    if hasattr(os, "setpgrp"):
+        with contextlib.suppress(OSError):  # a session leader cannot: then the group is not ours to kill
+            os.setpgrp()
 
 
 def process_main(conn: Any, alive: Any, sys_path: list[str], log_level: int,
@@ -282,10 +309,14 @@ def process_main(conn: Any, alive: Any, sys_path: list[str], log_level: int,
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _lead_own_group()  # before the first job: every process a job starts is in the group
     sys.path[:] = sys_path
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     threading.Thread(target=_exit_with_parent, args=(alive,), daemon=True, name="robotlab-parent-watch").start()
-    serve(conn, os.getpid(), log_level, initializer, initargs)
+    if not serve(conn, os.getpid(), log_level, initializer, initargs):
+        # The channel closed without a stop: the parent died (its "alive" pipe may not show it
+        # yet) or the pool gave up on this worker and kills it. Either way, end the group here.
+        _end_own_group()
 
 
 def interpreter_main(fd: int, ident: int, log_level: int, initializer: str | None, initargs_frame: bytes) -> None:

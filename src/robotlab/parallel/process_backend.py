@@ -3,7 +3,10 @@
 Each worker is a ``multiprocessing`` process with one duplex pipe. Every
 worker also holds the read end of an "alive" pipe whose only writer is the
 pool's process, so workers exit by themselves when the parent dies, even in
-the middle of a job.
+the middle of a job. Every worker leads its own process group, which the
+pool SIGKILLs when the worker ends (see ``ProcessWorker``), so the
+subprocesses its jobs started end with it; a process that leaves the group
+(``setsid``) is out of reach.
 
 Under forkserver the worker runtime is added to the forkserver's preload
 list, so the forkserver imports it once and every worker forks with it
@@ -18,8 +21,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
+import os
 import signal
 import sys
+from multiprocessing.connection import wait
 from typing import Any
 
 from robotlab.errors import ConfigurationError
@@ -37,6 +42,13 @@ def _preload_in_forkserver(module: str) -> None:
         forkserver.set_forkserver_preload([*listed, module])
 
 
+def _kill_group(pgid: int) -> None:
+    """SIGKILL process group *pgid* (a worker leads its own, see ``_worker.process_main``), if it exists."""
+    if hasattr(os, "killpg"):
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # gone, or never made (not yet started)
+            os.killpg(pgid, signal.SIGKILL)
+
+
 class ProcessWorker:
     """The parent's handle on one worker process."""
 
@@ -48,14 +60,27 @@ class ProcessWorker:
         self.label = f"pid {process.pid}"
 
     def kill(self) -> None:
+        """SIGKILL the worker and its process group: the subprocesses its jobs started go with it."""
+        _kill_group(self.ident)
         with contextlib.suppress(OSError, ValueError):
             self.process.kill()
 
     def join(self, timeout: float | None = None) -> None:
-        self.process.join(timeout)
+        """Wait for the worker to end; then kill what is left of its group, and reap it."""
+        if wait([self.sentinel], timeout):
+            # The worker may be reaped already (by the forkserver, or by multiprocessing when it
+            # starts another process), but its pid, the group's id, stays taken while anything is
+            # left in the group: only an empty group's id can name someone else's group by now,
+            # after a wrap-around of pids within these milliseconds (Process.kill takes that chance too).
+            _kill_group(self.ident)
+            self.process.join()
 
     def is_alive(self) -> bool:
-        return self.process.is_alive()
+        # Not Process.is_alive(), which reaps an ended worker without ending its group.
+        if not wait([self.sentinel], 0):
+            return True
+        self.join()
+        return False
 
     @property
     def exitcode(self) -> int | None:
