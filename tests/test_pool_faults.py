@@ -157,9 +157,11 @@ def test_max_workers_is_size_and_bad_sizes_are_value_errors():
     with WorkerPool(max_workers=3, backend="thread") as pool:
         assert pool.size == 3 and len(pool.worker_ids) == 3
     for bad in (0, -1, 1.5, "many"):
-        with pytest.raises(ConfigurationError, match="size must be") as caught:
+        with pytest.raises(ConfigurationError, match="max_workers must be greater than 0") as caught:
             WorkerPool(max_workers=bad, backend="thread")
         assert isinstance(caught.value, ValueError)
+        with pytest.raises(ValueError, match="size must be 'auto' or an integer >= 1"):
+            WorkerPool(size=bad, backend="thread")
     with pytest.raises(ValueError, match="give size or max_workers, not both"):
         WorkerPool(2, max_workers=2, backend="thread")
     with pytest.raises(TypeError, match="not shareable"):  # RactorBoundaryError is a TypeError, as pickle's is

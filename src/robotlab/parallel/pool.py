@@ -250,6 +250,9 @@ class WorkerPool(Executor):
             if size != "auto":
                 raise ConfigurationError(f"give size or max_workers, not both; got size={size!r}, "
                                          f"max_workers={max_workers!r}")
+            if not isinstance(max_workers, int) or isinstance(max_workers, bool) or max_workers < 1:
+                # The stdlib's wording: code written for ProcessPoolExecutor may match on it.
+                raise ConfigurationError(f"max_workers must be greater than 0; got {max_workers!r}")
             size = max_workers
         if backend not in BACKENDS:
             raise ConfigurationError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
