@@ -879,15 +879,19 @@ class WorkerPool(Executor):
 
     def _settle(self, settled: list[tuple[Future, Any]]) -> None:
         # Outside the lock: done-callbacks may submit more work, and memory
-        # subscriptions and models may run any code.
-        for future, outcome in settled:
+        # subscriptions and models may run any code. *settled* is emptied as it goes, and
+        # no name here holds a result once its future has it: a caller that drops the
+        # result frees it (CPython issue 14406).
+        settled.reverse()
+        while settled:
+            future, outcome = settled.pop()
             _close_endpoints(future)
-            if future.done():
-                continue
-            if isinstance(outcome, BaseException):
-                future.set_exception(outcome)
-            else:
-                future.set_result(outcome)
+            if not future.done():
+                if isinstance(outcome, BaseException):
+                    future.set_exception(outcome)
+                else:
+                    future.set_result(outcome)
+            del future, outcome
         while self._calls:
             try:
                 worker, request = self._calls.popleft()
