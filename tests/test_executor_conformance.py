@@ -29,7 +29,6 @@ while subinterpreters exist, and they share the session's cluster
 
 from __future__ import annotations
 
-import inspect
 import multiprocessing
 import os
 import sys
@@ -49,18 +48,9 @@ try:
 except ImportError as exc:  # a Python built without its test package (some distributions split it off)
     pytest.skip(f"the standard library's test package is not installed: {exc}", allow_module_level=True)
 
-from robotlab import errors
-from robotlab.errors import RactorBoundaryError, WireError, WorkerCrashed
+from robotlab.errors import JobFailed, RactorBoundaryError, WireError, WorkerCrashed
 from robotlab.parallel import WorkerPool
 from tests import backends
-
-
-class _NoJobFailed(Exception):
-    """Stands in for robotlab.errors.JobFailed where it does not exist yet: nothing raises it, so those tests fail."""
-
-
-# SystemExit or KeyboardInterrupt raised by a job reaches the caller as JobFailed (never as itself).
-JobFailed = getattr(errors, "JobFailed", _NoJobFailed)
 
 # Backends in the order their classes run: Ray first, since it cannot start while subinterpreters exist.
 BACKEND_ORDER = ("ray", "process", "thread", "subinterpreter")
@@ -187,20 +177,16 @@ def deviation(module: str, test: str, backend: str) -> Deviation | None:
 def pool_factory(backend: str):
     """``executor_type`` for *backend*: ``(max_workers=..., mp_context=..., **kwargs) -> WorkerPool``.
 
-    ``max_workers`` goes to WorkerPool's ``max_workers`` alias where it has one, else to ``size``;
-    ``mp_context`` picks the process backend's start method (forkserver or spawn; "fork" is never
-    used) and is ignored by the other backends.
+    ``max_workers`` is WorkerPool's own alias of ``size``; ``mp_context`` picks the process
+    backend's start method (forkserver or spawn; "fork" is never used) and is ignored by the
+    other backends.
     """
-    alias = "max_workers" in inspect.signature(WorkerPool).parameters
-
     def make_pool(max_workers=None, mp_context=None, **kwargs):
         if backend == "process" and mp_context is not None:
             method = mp_context.get_start_method()
             if method in ("forkserver", "spawn"):
                 kwargs.setdefault("start_method", method)
-        if max_workers is not None:
-            kwargs["max_workers" if alias else "size"] = max_workers
-        return WorkerPool(backend=backend, **kwargs)
+        return WorkerPool(backend=backend, max_workers=max_workers, **kwargs)
 
     make_pool.__name__ = make_pool.__qualname__ = f"WorkerPool[{backend}]"
     return make_pool
