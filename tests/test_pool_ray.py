@@ -15,21 +15,24 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import psutil
 import pytest
 
 import robotlab
 from robotlab.errors import ConfigurationError, DependencyError, WorkerCrashed
-from robotlab.parallel import WorkerPool
+from robotlab.parallel import WorkerPool, ray_backend
 from robotlab.parallel._ray_worker import PROTOCOL, send_frame
 from tests import backends, hook_jobs
 from tests import parallel_jobs as jobs
@@ -184,6 +187,167 @@ def test_a_connection_without_the_workers_token_is_refused(pool, caplog):
             assert time.monotonic() < deadline
             time.sleep(0.01)
     assert pool.submit(jobs.add, 2, 2).result(30) == 4
+
+
+def closed_by_peer(sock: socket.socket, within: float) -> bool:
+    """Whether the peer closes (or resets) *sock* within *within* seconds (poll: fds may exceed select's 1024)."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    if not poller.poll(within * 1000):
+        return False
+    try:
+        return sock.recv(1) == b""
+    except ConnectionError:
+        return True
+
+
+class Flood:
+    """Raw TCP connections to one address, each with when it was opened and when its peer closed it."""
+
+    def __init__(self, address: tuple[str, int]) -> None:
+        self.address = address
+        self.socks: list[socket.socket] = []
+        self.opened: list[float] = []
+        self.closed: dict[int, float] = {}
+        self._by_fd: dict[int, int] = {}
+        self._poller = select.poll()  # not select(): this process's fds may exceed 1024
+
+    def open(self) -> None:
+        sock = socket.create_connection(self.address, timeout=10)
+        self._by_fd[sock.fileno()] = len(self.socks)
+        self._poller.register(sock, select.POLLIN)
+        self.socks.append(sock)
+        self.opened.append(time.monotonic())
+
+    def check(self, wait: float = 0.0) -> None:
+        """Note the connections the peer has closed (waiting up to *wait* seconds for one)."""
+        for fd, _ in self._poller.poll(wait * 1000):
+            index = self._by_fd[fd]
+            if closed_by_peer(self.socks[index], 0):
+                self.closed[index] = time.monotonic()
+                self._poller.unregister(fd)
+
+    def open_ones(self) -> list[int]:
+        return [i for i in range(len(self.socks)) if i not in self.closed]
+
+    def close(self) -> None:
+        for sock in self.socks:
+            sock.close()
+
+
+def test_unauthenticated_connections_are_capped_closed_at_the_deadline_and_the_pool_keeps_serving(
+        pool, monkeypatch, caplog):
+    monkeypatch.setattr(ray_backend, "_HANDSHAKE_TIMEOUT", 2.0)  # 10 s by default
+    assert ray_backend._MAX_HANDSHAKES == 64
+    before = peak = threading.active_count()
+    flood = Flood(pool._backend.rendezvous.address)
+    try:
+        with caplog.at_level(logging.WARNING, logger="robotlab.parallel"):
+            for _ in range(300):
+                flood.open()
+                flood.check()
+                peak = max(peak, threading.active_count())
+            assert pool.submit(jobs.add, 1, 2).result(30) == 3  # served while the handshake slots are full
+            deadline = time.monotonic() + 2.0 + 8.0
+            while flood.open_ones() and time.monotonic() < deadline:
+                flood.check(0.05)
+                peak = max(peak, threading.active_count())
+            assert flood.open_ones() == []
+            assert pool.submit(jobs.add, 2, 3).result(30) == 5
+        took = [flood.closed[i] - flood.opened[i] for i in range(300)]
+        # Beyond the 64 connections in the handshake, each one is closed as soon as it is accepted ...
+        at_once = [t for t in took if t < 0.5]
+        assert len(at_once) >= 300 - 64, sorted(round(t, 2) for t in took)
+        # ... and the (at most) 64 that got a handshake thread are closed at the deadline of the whole handshake.
+        held = [t for t in took if t >= 0.5]
+        assert 0 < len(held) <= 64
+        assert all(1.9 <= t < 2.0 + 4.0 for t in held), sorted(held)
+        assert peak <= before + 64
+        settled = time.monotonic() + 10
+        while threading.active_count() > before and time.monotonic() < settled:
+            time.sleep(0.05)
+        assert threading.active_count() <= before  # every handshake thread has ended
+        messages = [r.getMessage() for r in caplog.records]
+        assert any("connection(s) (the last from" in m and "already in the handshake" in m for m in messages)
+        assert any("did not finish the handshake within 2 s" in m for m in messages)
+    finally:
+        flood.close()
+    assert list(pool.map(jobs.add, range(10), range(10))) == [2 * i for i in range(10)]
+
+
+def test_a_peer_trickling_its_handshake_is_closed_at_the_deadline_of_the_whole_handshake(pool, monkeypatch):
+    # One byte every 0.5 s: no single read waits 2 s, so only a deadline for the whole handshake ends it.
+    monkeypatch.setattr(ray_backend, "_HANDSHAKE_TIMEOUT", 2.0)
+    hello = b" ".join((PROTOCOL, b"0" * 32, b"1", b"127.0.0.1", b"a" * 32))
+    frame = len(hello).to_bytes(4, "big") + hello  # 30 s worth of bytes at this pace
+    with socket.create_connection(pool._backend.rendezvous.address, timeout=10) as loris:
+        started = time.monotonic()
+        for byte in frame:
+            try:
+                loris.sendall(bytes([byte]))
+            except ConnectionError:
+                break
+            if closed_by_peer(loris, 0.5):
+                break
+            assert pool.submit(jobs.add, 1, 1).result(30) == 2
+        took = time.monotonic() - started
+    assert 1.5 <= took < 5.0
+    assert pool.submit(jobs.add, 2, 2).result(30) == 4
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [
+        ("", ("10.1.2.3", 0, "10.1.2.3")),
+        ("127.0.0.1", ("127.0.0.1", 0, "127.0.0.1")),
+        (":47000", ("10.1.2.3", 47000, "10.1.2.3")),
+        ("192.168.0.7:47000", ("192.168.0.7", 47000, "192.168.0.7")),
+        ("0.0.0.0:47000", ("0.0.0.0", 47000, "10.1.2.3")),  # every interface; workers are told the node IP
+        ("[::]:5", ("::", 5, "10.1.2.3")),
+        ("[::1]:5", ("::1", 5, "::1")),
+        ("::1", ("::1", 0, "::1")),
+    ],
+)
+def test_the_listen_setting_chooses_the_interface_and_port(monkeypatch, setting, expected):
+    monkeypatch.setenv(ray_backend.LISTEN_ENV, setting)
+    fake_ray = SimpleNamespace(util=SimpleNamespace(get_node_ip_address=lambda: "10.1.2.3"))
+    assert ray_backend.listen_address(fake_ray) == expected
+
+
+@pytest.mark.parametrize("setting", ["host:port", "127.0.0.1:70000", "[::1]:x"])
+def test_a_bad_listen_setting_is_a_configuration_error(monkeypatch, setting):
+    monkeypatch.setenv(ray_backend.LISTEN_ENV, setting)
+    fake_ray = SimpleNamespace(util=SimpleNamespace(get_node_ip_address=lambda: "10.1.2.3"))
+    with pytest.raises(ConfigurationError, match="ROBOTLAB_RAY_LISTEN="):
+        ray_backend.listen_address(fake_ray)
+
+
+def test_the_listener_binds_the_interface_it_is_told_and_a_worker_turned_away_tries_again(
+        ray_cluster, monkeypatch, caplog):
+    monkeypatch.setenv(ray_backend.LISTEN_ENV, "127.0.0.1")  # a listener of its own, on loopback only
+    monkeypatch.setattr(ray_backend, "_HANDSHAKE_TIMEOUT", 4.0)
+    with WorkerPool(size=1, backend="ray") as first:
+        rendezvous = first._backend.rendezvous
+        assert rendezvous.address[0] == "127.0.0.1"
+        assert rendezvous._listener.getsockname()[0] == "127.0.0.1"
+        assert first.wait_until_ready(120)
+        assert first.submit(jobs.add, 3, 4).result(60) == 7
+        flood = Flood(rendezvous.address)
+        try:
+            with caplog.at_level(logging.WARNING, logger="robotlab.parallel"):
+                for _ in range(ray_backend._MAX_HANDSHAKES):  # every handshake slot, for 4 s
+                    flood.open()
+                full = time.monotonic()
+                with WorkerPool(size=1, backend="ray") as second:  # shares the listener: its worker is turned away
+                    assert second._backend.rendezvous is rendezvous
+                    assert second.wait_until_ready(120)
+                    assert time.monotonic() - full >= 3.5  # it got in once the slots were freed
+                    assert second.submit(jobs.add, 5, 6).result(60) == 11
+            assert any("closed 1 connection(s) (the last from ('127.0.0.1'" in r.getMessage()
+                       for r in caplog.records)
+        finally:
+            flood.close()
+        assert first.submit(jobs.add, 1, 1).result(60) == 2
 
 
 JOINS_BESIDE_SUBINTERPRETERS = textwrap.dedent("""

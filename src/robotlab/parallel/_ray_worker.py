@@ -35,32 +35,49 @@ import socket
 import struct
 import sys
 import threading
+import time
 
-__all__ = ["PROTOCOL", "RayWorker", "proof", "recv_frame", "send_frame"]
+__all__ = ["PROTOCOL", "RayWorker", "TurnedAway", "proof", "recv_frame", "send_frame"]
 
 PROTOCOL = b"robotlab-ray/1"
-# How long a worker tries to reach the driver, and how long each handshake step may take.
+# How long a worker tries to reach the driver (and, when turned away before the challenge, keeps retrying).
 CONNECT_TIMEOUT = 30.0
 NONCE_SIZE = 32
 _LENGTH = struct.Struct("!i")
 
 
-def send_frame(sock: socket.socket, data: bytes) -> None:
-    """Send one length-prefixed frame (``Connection.send_bytes`` framing)."""
+def send_frame(sock: socket.socket, data: bytes, deadline: float | None = None) -> None:
+    """Send one length-prefixed frame (``Connection.send_bytes`` framing), by *deadline* (``time.monotonic``)."""
+    _until(sock, deadline)
     sock.sendall(_LENGTH.pack(len(data)) + data)
 
 
-def recv_frame(sock: socket.socket, limit: int) -> bytes:
-    """Receive one length-prefixed frame of at most *limit* bytes (a longer one ends the handshake)."""
-    (size,) = _LENGTH.unpack(_recv_exact(sock, _LENGTH.size))
+def recv_frame(sock: socket.socket, limit: int, deadline: float | None = None) -> bytes:
+    """Receive one length-prefixed frame of at most *limit* bytes (a longer one ends the handshake).
+
+    With a *deadline* (a ``time.monotonic()`` value) the whole frame must
+    arrive by then, however the peer spaces its bytes; past it ``TimeoutError``.
+    """
+    (size,) = _LENGTH.unpack(_recv_exact(sock, _LENGTH.size, deadline))
     if not 0 <= size <= limit:
         raise ConnectionError(f"unexpected handshake frame of {size} bytes (at most {limit} expected)")
-    return _recv_exact(sock, size)
+    return _recv_exact(sock, size, deadline)
 
 
-def _recv_exact(sock: socket.socket, size: int) -> bytes:
+def _until(sock: socket.socket, deadline: float | None) -> None:
+    """Give *sock*'s next call only the time left until *deadline* (nothing to do without one)."""
+    if deadline is None:
+        return
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the handshake did not finish in time")
+    sock.settimeout(left)
+
+
+def _recv_exact(sock: socket.socket, size: int, deadline: float | None = None) -> bytes:
     chunks, left = [], size
     while left:
+        _until(sock, deadline)
         chunk = sock.recv(left)
         if not chunk:
             raise ConnectionError("the peer closed the connection during the handshake")
@@ -74,10 +91,19 @@ def proof(token: bytes, role: bytes, nonce: bytes, hello: bytes) -> bytes:
     return hmac.new(token, b"\0".join((role, nonce, hello)), hashlib.sha256).digest()
 
 
+class TurnedAway(ConnectionError):
+    """The driver closed the connection before challenging the worker: busy with other handshakes, or it
+    no longer expects this worker. Trying again (for a while) is right; it is not an authentication failure."""
+
+
 def authenticate(sock: socket.socket, hello: bytes, token: bytes) -> None:
-    """The worker's half of the handshake; raises ``ConnectionError`` if the driver does not know the token."""
-    send_frame(sock, hello)
-    driver_nonce = recv_frame(sock, NONCE_SIZE)
+    """The worker's half of the handshake; raises ``ConnectionError`` if the driver does not know the token
+    (``TurnedAway`` if it closed the connection before its challenge)."""
+    try:
+        send_frame(sock, hello)
+        driver_nonce = recv_frame(sock, NONCE_SIZE)
+    except ConnectionError as exc:  # closed or reset before the challenge
+        raise TurnedAway(str(exc)) from None
     worker_nonce = os.urandom(NONCE_SIZE)
     send_frame(sock, proof(token, b"worker", driver_nonce, hello) + worker_nonce)
     answer = recv_frame(sock, 64)
@@ -96,6 +122,36 @@ def merge_sys_path(driver_path: list[str]) -> None:
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
     os._exit(128 + signum)
+
+
+def _connect(driver: tuple[str, int], hello: bytes, token: bytes, node_ip: str) -> socket.socket:
+    """An authenticated socket to the pool at *driver*; turned away (the driver caps its concurrent
+    handshakes), the worker tries again for up to ``CONNECT_TIMEOUT`` seconds."""
+    host, port = driver
+    deadline, pause = time.monotonic() + CONNECT_TIMEOUT, 0.05
+    while True:
+        try:
+            sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT)
+        except OSError as exc:
+            raise ConnectionError(f"a Ray worker on {node_ip} cannot reach its pool at {host}:{port}: {exc}. "
+                                  "Make that address reachable from the cluster, or set ROBOTLAB_RAY_LISTEN on "
+                                  "the driver (see docs/distributed.md)") from None
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # frames are small: no Nagle delay
+            authenticate(sock, hello, token)
+            return sock
+        except TurnedAway as exc:
+            sock.close()
+            if time.monotonic() + pause > deadline:
+                raise ConnectionError(
+                    f"the pool at {host}:{port} closed every connection of this Ray worker (on {node_ip}) before "
+                    f"authenticating it for {CONNECT_TIMEOUT:.0f} s ({exc}): it no longer expects this worker, or "
+                    "other peers keep its handshake slots busy (see docs/distributed.md)") from None
+        except BaseException:
+            sock.close()
+            raise
+        time.sleep(pause)
+        pause = min(pause * 2, 1.0)
 
 
 class RayWorker:
@@ -120,16 +176,8 @@ class RayWorker:
         context = ray.get_runtime_context()
         hello = b" ".join(part.encode() for part in (PROTOCOL.decode(), key, str(os.getpid()),
                                                     ray.util.get_node_ip_address(), context.get_actor_id()))
-        host, port = driver
-        try:
-            sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT)
-        except OSError as exc:
-            raise ConnectionError(f"a Ray worker on {ray.util.get_node_ip_address()} cannot reach its pool at "
-                                  f"{host}:{port}: {exc}. Make that address reachable from the cluster, or set "
-                                  "ROBOTLAB_RAY_LISTEN on the driver (see docs/distributed.md)") from None
+        sock = _connect(driver, hello, token, ray.util.get_node_ip_address())
         with sock:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # frames are small: no Nagle delay
-            authenticate(sock, hello, token)
             sock.settimeout(None)
             from robotlab.parallel import _worker, wire
 

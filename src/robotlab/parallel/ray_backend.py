@@ -51,8 +51,16 @@ __all__ = ["LISTEN_ENV", "RayBackend", "RayWorkerHandle", "load_ray"]
 logger = logging.getLogger("robotlab.parallel")
 
 LISTEN_ENV = "ROBOTLAB_RAY_LISTEN"
-# How long the driver gives a connecting worker to finish the handshake.
+# How long the driver gives a connection to finish the whole handshake (not each read): past it, closed.
 _HANDSHAKE_TIMEOUT = 10.0
+# At most this many connections are in the handshake at once, each with its own thread; the listener
+# closes a connection beyond them as soon as it accepts it (a worker turned away tries again).
+_MAX_HANDSHAKES = 64
+# The kernel queues this many connections for the accept loop (which closes those over the cap at once);
+# a burst beyond it waits for the kernel's SYN-ACK retry, about a second, before it is even accepted.
+_BACKLOG = 1024
+# A flood of connections beyond the cap is logged once per this many seconds, with a count.
+_BUSY_LOG_INTERVAL = 10.0
 # A worker's watcher re-checks this often that Ray is still initialised while it waits on the actor.
 _WATCH_SLICE = 1.0
 # After this long without its worker connecting, a warning says the cluster may lack what it asks for.
@@ -294,14 +302,16 @@ class _Rendezvous:
     """Where this process's Ray workers connect: one TCP listener shared by every Ray pool here.
 
     Each worker is expected under a random key with its own token; a
-    connection that does not complete the handshake in time, names an
-    unknown key or fails authentication is closed (and logged) without
-    anything of it being unpickled.
+    connection that does not complete the handshake within
+    ``_HANDSHAKE_TIMEOUT`` seconds (in all), names an unknown key or fails
+    authentication is closed (and logged) without anything of it being
+    unpickled. At most ``_MAX_HANDSHAKES`` connections are handshaking at
+    once, a thread each; one accepted beyond them is closed at once.
     """
 
     def __init__(self, host: str, port: int, advertised: str) -> None:
         try:
-            self._listener = socket.create_server((host, port), family=_family(host), backlog=128)
+            self._listener = socket.create_server((host, port), family=_family(host), backlog=_BACKLOG)
         except OSError as exc:
             raise ConfigurationError(f"backend='ray' cannot listen for its workers on {host}:{port}: {exc}; "
                                      f"set {LISTEN_ENV} to an address of this machine the cluster can reach") from None
@@ -309,6 +319,9 @@ class _Rendezvous:
         self.users = 0
         self._expected: dict[str, tuple[bytes, RayWorkerHandle]] = {}
         self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(_MAX_HANDSHAKES)
+        self._turned_away = 0  # connections closed for want of a slot since the last log line about them
+        self._turned_away_logged = -_BUSY_LOG_INTERVAL
         self._wake_r, self._wake_w = socket.socketpair()
         self._thread = threading.Thread(target=self._accept_loop, daemon=True, name="robotlab-ray-rendezvous")
         self._thread.start()
@@ -340,13 +353,38 @@ class _Rendezvous:
                         sock, peer = self._listener.accept()
                     except OSError:
                         continue
-                    threading.Thread(target=self._admit, args=(sock, peer), daemon=True,
-                                     name="robotlab-ray-handshake").start()
+                    if not self._slots.acquire(blocking=False):
+                        sock.close()
+                        self._turn_away(peer)
+                        continue
+                    try:
+                        threading.Thread(target=self._admit, args=(sock, peer), daemon=True,
+                                         name="robotlab-ray-handshake").start()
+                    except RuntimeError:  # no thread to be had: the connection is closed like any over the cap
+                        self._slots.release()
+                        sock.close()
+                        self._turn_away(peer)
+
+    def _turn_away(self, peer: Any) -> None:
+        """Count a connection closed for want of a handshake slot; log it, at most once per interval."""
+        self._turned_away += 1
+        now = time.monotonic()
+        if now - self._turned_away_logged >= _BUSY_LOG_INTERVAL:
+            logger.warning("backend='ray': closed %d connection(s) (the last from %s) at once: %d others are "
+                           "already in the handshake; is something other than this pool's workers connecting?",
+                           self._turned_away, peer, _MAX_HANDSHAKES)
+            self._turned_away, self._turned_away_logged = 0, now
 
     def _admit(self, sock: socket.socket, peer: Any) -> None:
         try:
-            sock.settimeout(_HANDSHAKE_TIMEOUT)
-            hello = recv_frame(sock, 512)
+            self._handshake(sock, peer)
+        finally:
+            self._slots.release()
+
+    def _handshake(self, sock: socket.socket, peer: Any) -> None:
+        deadline = time.monotonic() + _HANDSHAKE_TIMEOUT  # for the whole exchange, however the peer paces it
+        try:
+            hello = recv_frame(sock, 512, deadline)
             parts = hello.split(b" ")
             if len(parts) != 5 or parts[0] != PROTOCOL:
                 raise ConnectionError("it does not speak robotlab's Ray worker protocol")
@@ -356,8 +394,8 @@ class _Rendezvous:
             if handle is None:
                 raise ConnectionError("it named no worker this process expects")
             nonce = os.urandom(NONCE_SIZE)
-            send_frame(sock, nonce)
-            reply = recv_frame(sock, 64)
+            send_frame(sock, nonce, deadline)
+            reply = recv_frame(sock, 64, deadline)
             worker_proof, worker_nonce = reply[:32], reply[32:]
             if len(worker_nonce) != NONCE_SIZE or not secrets.compare_digest(
                     worker_proof, proof(token, b"worker", nonce, hello)):
@@ -365,9 +403,14 @@ class _Rendezvous:
             with self._lock:
                 if self._expected.pop(key, None) is None:
                     raise ConnectionError("its worker has already connected")
-            send_frame(sock, proof(token, b"driver", worker_nonce, hello))
+            send_frame(sock, proof(token, b"driver", worker_nonce, hello), deadline)
             sock.settimeout(None)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except TimeoutError:
+            logger.warning("backend='ray': refused a connection from %s: it did not finish the handshake "
+                           "within %g s", peer, _HANDSHAKE_TIMEOUT)
+            sock.close()
+            return
         except (OSError, ConnectionError) as exc:
             logger.warning("backend='ray': refused a connection from %s: %s", peer, exc)
             sock.close()
