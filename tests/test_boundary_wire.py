@@ -14,7 +14,6 @@ import pathlib
 import pickle
 import threading
 import uuid
-from typing import NamedTuple
 
 import pytest
 from hypothesis import given, settings
@@ -23,20 +22,10 @@ from hypothesis import strategies as st
 from robotlab.errors import RactorBoundaryError, WireError
 from robotlab.parallel import FrozenDict, boundary, freeze_deep, import_path, is_shareable, resolve, wire
 
-
-class Color(enum.Enum):
-    RED = 1
-
-
-@dataclasses.dataclass(frozen=True)
-class Point:
-    x: object
-    y: object
-
-
-class Pair(NamedTuple):
-    a: object
-    b: object
+# Types of the values below live where every backend's workers can import them (this module
+# imports hypothesis, which subinterpreters refuse): tests/test_pool_faults.py sends them too.
+from tests import fault_jobs
+from tests.fault_jobs import Color, Pair, Point
 
 
 class Plain:
@@ -53,6 +42,9 @@ scalars = st.one_of(
     st.binary(max_size=10), st.just(Color.RED), st.datetimes(), st.dates(), st.timedeltas(),
     st.decimals(allow_nan=False), st.fractions(), st.uuids(), st.just(pathlib.PurePosixPath("/a/b")),
     st.complex_numbers(allow_nan=False, allow_infinity=False),
+    # Classes and module-level functions cross as themselves, by import path.
+    st.sampled_from([ValueError, Color, fault_jobs.Scale, fault_jobs.CustomError, len, fault_jobs.power,
+                     functools.reduce]),
 )
 hashable = st.one_of(st.integers(), st.text(max_size=5), st.booleans())
 values = st.recursive(
@@ -88,7 +80,7 @@ def assert_deeply_immutable(value):
     elif isinstance(value, (tuple, frozenset)):
         for v in value:
             assert_deeply_immutable(v)
-    elif dataclasses.is_dataclass(value):
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):  # a class crosses by reference
         assert type(value).__dataclass_params__.frozen
         for f in dataclasses.fields(value):
             assert_deeply_immutable(getattr(value, f.name))

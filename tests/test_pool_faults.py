@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -19,13 +20,12 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from robotlab.errors import ConfigurationError, Error, JobFailed, RactorBoundaryError, WireError
 from robotlab.parallel import WorkerPool, freeze_deep
 from robotlab.parallel.boundary import MAX_DEPTH
 from tests import fault_jobs as jobs
-from tests.test_boundary_wire import type_exact_equal
+from tests.test_boundary_wire import type_exact_equal, values
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,6 +70,7 @@ def test_a_job_that_exits_fails_with_job_failed_and_the_pool_keeps_serving(pool,
         pool.submit(job).result()
     assert isinstance(caught.value, Exception)
     assert caught.value.type_name == "builtins." + raised.split(":")[0]
+    assert pickle.loads(pickle.dumps(caught.value)).type_name == caught.value.type_name
     assert pool.submit(jobs.power, 5).result() == 25
 
 
@@ -168,22 +169,7 @@ def test_max_workers_is_size_and_bad_sizes_are_value_errors():
         freeze_deep(Counter())
 
 
-# Values of types every backend can import (tests.test_boundary_wire's import hypothesis,
-# which subinterpreters refuse), classes and functions included.
-leaves = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=10), st.binary(max_size=10),
-    st.datetimes(), st.decimals(allow_nan=False), st.fractions(), st.uuids(), st.just(jobs.Color.RED),
-    st.sampled_from([ValueError, jobs.Color, jobs.Scale, jobs.CustomError, len, jobs.power, functools.reduce]),
-)
-crossing = st.recursive(leaves, lambda children: st.one_of(
-    st.lists(children, max_size=4), st.tuples(children, children),
-    st.dictionaries(st.one_of(st.integers(), st.text(max_size=5)), children, max_size=4),
-    st.sets(st.integers(), max_size=4), st.builds(jobs.Point, children, children),
-    st.builds(jobs.Pair, children, children), st.binary(max_size=5).map(bytearray),
-), max_leaves=20)
-
-
-@given(crossing)
+@given(values)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_any_value_freeze_deep_accepts_arrives_equal(pool, value):
     frozen = freeze_deep(value)

@@ -266,14 +266,7 @@ class JobFailed(Error):
 
     def __init__(self, message: str, *, type_name: str = "") -> None:
         super().__init__(message)
-        self.type_name = type_name
-
-    def __reduce__(self):  # keep type_name across pickling
-        return (_rebuild_job_failed, (str(self), self.type_name))
-
-
-def _rebuild_job_failed(message: str, type_name: str) -> JobFailed:
-    return JobFailed(message, type_name=type_name)
+        self.type_name = type_name  # in __dict__: pickling keeps it without a __reduce__
 
 
 class JobTimeout(Error, TimeoutError):

@@ -252,11 +252,6 @@ def _render(path: Any) -> str:
     return path + "".join(reversed(parts))
 
 
-def _is_plain_path(v: Any) -> bool:
-    """A PurePath that carries nothing but the path (a subclass may add attributes that would not cross)."""
-    return not getattr(v, "__dict__", None)
-
-
 class _Freezer:
     """Iterative post-order walk; builds frozen copies only where something changed.
 
@@ -278,9 +273,13 @@ class _Freezer:
             cls = type(v)
             if cls in _LEAF_TYPES:
                 return ("leaf", v)
-            if isinstance(v, enum.Enum) or (isinstance(v, PurePath) and _is_plain_path(v)):
-                if not hasattr(v, "__dict__") or isinstance(v, enum.Enum):
-                    _LEAF_TYPES.add(cls)  # instances of this type can carry nothing else
+            if isinstance(v, enum.Enum):
+                _LEAF_TYPES.add(cls)
+                return ("leaf", v)
+            # A PurePath subclass may add attributes, which would not cross: only an empty one passes.
+            if isinstance(v, PurePath) and not getattr(v, "__dict__", None):
+                if not hasattr(v, "__dict__"):
+                    _LEAF_TYPES.add(cls)  # its instances can carry nothing but the path
                 return ("leaf", v)
             if isinstance(v, _BY_REFERENCE) and not _is_bound_method(v):
                 try:

@@ -27,6 +27,7 @@ pass ``msgpack=False`` to encode for such a peer).
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 import struct
 import zlib
@@ -56,17 +57,15 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
 
 def encode(obj: Any, *, allow_code: bool = False, msgpack: bool = True) -> bytes:
     """Encode *obj* as one frame."""
-    kind, payload = b"", b""
+    kind, payload = b"P", None
     if msgpack and _is_plain(obj):
         import msgspec
 
-        try:
+        with contextlib.suppress(UnicodeEncodeError):  # a lone surrogate: pickle carries it
             kind, payload = b"M", msgspec.msgpack.encode(obj)
-        except UnicodeEncodeError:  # a lone surrogate: pickle carries it
-            kind = b""
-    if not kind:
+    if payload is None:
         try:
-            kind, payload = b"P", pickle.dumps(obj, protocol=5)
+            payload = pickle.dumps(obj, protocol=5)
         except RecursionError:
             raise RactorBoundaryError(f"cannot encode {type(obj).__name__} for a worker: it nests deeper than "
                                       "pickle can recurse here") from None
