@@ -15,6 +15,8 @@ export ROBOTLAB_REQUIRE_REDIS := 1
 # Ray is in the dev extra of both venvs: its backend's tests must run, never skip.
 export ROBOTLAB_REQUIRE_RAY := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# The test logs show progress as it happens (a hung test is then the one after the last mark).
+export PYTHONUNBUFFERED := 1
 
 .PHONY: demo test test-default test-3.13 lint bench clean redis-server
 
