@@ -33,9 +33,7 @@ from robotlab.errors import (
     WireError,
     WorkerCrashed,
 )
-from robotlab.parallel import WorkerPool
-from robotlab.parallel import pool as pool_module
-from robotlab.parallel.pool import RemoteTraceback
+from robotlab.parallel import RemoteTraceback, WorkerPool, scheduling
 from tests import parallel_jobs as jobs
 from tests import pool_owner
 from tests.backends import BACKENDS, gone, live_in_process_workers, workers_gone
@@ -311,7 +309,7 @@ def until(condition, seconds=10.0):
 
 
 def test_a_busy_worker_gets_its_next_job_before_a_job_of_consistent_length_ends(backend, monkeypatch):
-    monkeypatch.setattr(pool_module, "_HANDOVER_LEAD", 60.0)  # hand over at once instead of 2 ms before the end
+    monkeypatch.setattr(scheduling, "HANDOVER_LEAD", 60.0)  # hand over at once instead of 2 ms before the end
     with WorkerPool(size=1, backend=backend) as one:
         for _ in range(10):  # sleep(0.1) takes a consistent time (enough runs to outweigh a slow one)
             assert one.submit(jobs.sleep, 0.1).result(30) == 0.1
@@ -327,7 +325,7 @@ def test_a_busy_worker_gets_its_next_job_before_a_job_of_consistent_length_ends(
 
 
 def test_no_job_is_handed_over_behind_a_job_whose_length_varies(backend, monkeypatch):
-    monkeypatch.setattr(pool_module, "_HANDOVER_LEAD", 60.0)
+    monkeypatch.setattr(scheduling, "HANDOVER_LEAD", 60.0)
     with WorkerPool(size=1, backend=backend) as one:
         for seconds in (0.01, 0.2, 0.01, 0.2, 0.01, 0.2):
             assert one.submit(jobs.sleep, seconds).result(30) == seconds

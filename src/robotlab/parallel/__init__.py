@@ -26,7 +26,7 @@ _LAZY: dict[str, str] = {
     "import_path": "robotlab.parallel.boundary",
     "resolve": "robotlab.parallel.boundary",
     "WorkerPool": "robotlab.parallel.pool",
-    "RemoteTraceback": "robotlab.parallel.pool",
+    "RemoteTraceback": "robotlab.parallel.pool_protocol",
     "memory": "robotlab.parallel.memory_proxy",
     "default_pool": "robotlab.parallel.shared_pools",
     "shutdown_pool": "robotlab.parallel.shared_pools",

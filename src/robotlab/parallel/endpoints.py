@@ -27,7 +27,7 @@ from robotlab.errors import AwaitTimeout, Error, RactorBoundaryError
 from robotlab.memory import Memory
 from robotlab.parallel.boundary import freeze_deep
 
-__all__ = ["Endpoint", "LedgerEndpoint", "MemoryEndpoint", "ModelEndpoint"]
+__all__ = ["Endpoint", "LedgerEndpoint", "MemoryEndpoint", "ModelEndpoint", "answer"]
 
 # A blocking memory read for a worker re-checks, this often, that the worker still waits for it.
 _WAIT_SLICE = 0.25
@@ -52,6 +52,30 @@ class Endpoint:
     @staticmethod
     def unknown(op: str) -> Error:
         return Error(f"unknown operation {op!r}")
+
+
+def answer(endpoint: Endpoint | None, op: str, args: tuple, still_waiting: StillWaiting,
+           reply: Callable[[Any], None]) -> None:
+    """Run call *op* on *endpoint* and pass what it returned or raised to *reply*.
+
+    A call that :meth:`~Endpoint.blocks` runs on a thread of its own: it must not hold up
+    the thread that reads results. *endpoint* None: the job that asked has ended.
+    """
+    if endpoint is None:
+        reply(Error(f"{op}: the job that asked has ended"))
+        return
+
+    def run() -> None:
+        try:
+            outcome = endpoint.handle(op, args, still_waiting)
+        except Exception as exc:
+            outcome = exc
+        reply(outcome)
+
+    if endpoint.blocks(op, args):
+        threading.Thread(target=run, daemon=True, name=f"robotlab-pool-{op}").start()
+    else:
+        run()
 
 
 class MemoryEndpoint(Endpoint):

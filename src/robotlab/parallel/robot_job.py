@@ -109,7 +109,7 @@ def describe_robot(robot: Robot, pool: Any, *, network: Any = None, hooks: Any =
 
     def path(obj: Any, what: str) -> str:
         try:
-            return pool._path(obj)
+            return pool.path_of(obj)
         except RactorBoundaryError as exc:
             raise RactorBoundaryError(f"{where}: {what} {exc}") from None
 
@@ -199,8 +199,8 @@ async def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Seq
              None if task is None else TaskRef(task.name, task.depends_on, task.tools))
     async with robot._run_gate:
         robot.check_runnable()
-        future = pool._submit("call", f"{__name__}:run_robot", (spec, str(message), tools, mcp, where), {}, None,
-                              endpoints=endpoints)
+        future = pool.submit_job("call", f"{__name__}:run_robot", (spec, str(message), tools, mcp, where), {},
+                                 None, endpoints=endpoints)
         try:
             result, learnings = await awaited(pool, future)
         except ToolLoopError as exc:

@@ -45,7 +45,7 @@ def default_pool(backend: str | None = None, size: int | str | None = None) -> W
     key = (backend, size)
     with _lock:
         pool = _pools.get(key)
-        if pool is None or pool._shutdown:
+        if pool is None or pool.is_shutdown:
             pool = _pools[key] = WorkerPool(size=size, backend=backend)
         return pool
 
