@@ -90,7 +90,7 @@ _LAZY: dict[str, str] = {
     "create_memory": "robotlab.memory",
     "RedisMemory": "robotlab.redis_memory",  # importing it does not import redis; opening one does
     "Network": "robotlab.network",
-    "NetworkResult": "robotlab.network",
+    "NetworkResult": "robotlab.network_result",
     "Task": "robotlab.task",
     "create_network": "robotlab.network",
     # robot messaging and delegation
@@ -181,7 +181,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from robotlab.mcp import MCPClient, MCPServer
     from robotlab.memory import Memory, StateProxy, create_memory
-    from robotlab.network import Network, NetworkResult, create_network
+    from robotlab.network import Network, create_network
+    from robotlab.network_result import NetworkResult
     from robotlab.parallel import shutdown_pool
     from robotlab.redis_memory import RedisMemory
     from robotlab.result import RobotResult

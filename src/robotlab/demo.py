@@ -225,17 +225,34 @@ def run_demo(model: str | None = None, parallel_mode: str = "thread", out: TextI
     EventLog.counts.clear()
     compare = parallel_mode != "thread"
     network = build_network(model, parallel_mode, risk_scores=compare)
-    where = f"model {model!r} via litellm" if model else "offline scripted models (no API key needed)"
-    print(f"robotlab demo: network {network.name!r}, {len(network.tasks)} tasks, {where}", file=out)
-    if compare:
-        print(f"parallel_mode={parallel_mode!r}; each order check calls a 0.2 s lookup tool and a CPU-bound "
-              f"risk_score tool (pure Python), on {len(ORDERS)} workers\n", file=out)
-    else:
-        print(f"parallel_mode={parallel_mode!r}; each order check calls a 0.2 s lookup tool\n", file=out)
+    _print_header(network, model, compare, out)
     called = time.perf_counter()
     result = network.run(MESSAGE)
     # network.run first starts the pool and rebuilds every robot in a worker; result.duration excludes that.
     preparation = time.perf_counter() - called - result.duration
+    _print_summary(network, result, out)
+    report = failure_report(result)
+    if report is not None:
+        print(report, file=err)
+        return 1
+    if not compare:
+        return 0
+    return _compare_with_threads(model, parallel_mode, result, preparation, out, err)
+
+
+def _print_header(network: robotlab.Network, model: str | None, compare: bool, out: TextIO) -> None:
+    """What is about to run: the network, the models, and what each order check does."""
+    where = f"model {model!r} via litellm" if model else "offline scripted models (no API key needed)"
+    print(f"robotlab demo: network {network.name!r}, {len(network.tasks)} tasks, {where}", file=out)
+    if compare:
+        print(f"parallel_mode={network.parallel_mode!r}; each order check calls a 0.2 s lookup tool and a CPU-bound "
+              f"risk_score tool (pure Python), on {len(ORDERS)} workers\n", file=out)
+    else:
+        print(f"parallel_mode={network.parallel_mode!r}; each order check calls a 0.2 s lookup tool\n", file=out)
+
+
+def _print_summary(network: robotlab.Network, result: robotlab.NetworkResult, out: TextIO) -> None:
+    """The run's table of tasks, its final answer, timing, tokens and hook events."""
     print(f"{'task':<15} {'status':<8} {'start':>7} {'time':>7}  answer", file=out)
     for name, outcome in result.tasks.items():
         text = (outcome.result.last_text_content if outcome.result else str(outcome.error)) or ""
@@ -254,12 +271,11 @@ def run_demo(model: str | None = None, parallel_mode: str = "thread", out: TextI
     )
     print(f"budget: {tokens} of {network.config.token_budget} tokens used", file=out)
     print("hook events: " + ", ".join(f"{k}={v}" for k, v in sorted(EventLog.events(result).items())), file=out)
-    report = failure_report(result)
-    if report is not None:
-        print(report, file=err)
-        return 1
-    if not compare:
-        return 0
+
+
+def _compare_with_threads(model: str | None, parallel_mode: str, result: robotlab.NetworkResult,
+                          preparation: float, out: TextIO, err: TextIO) -> int:
+    """Offline, run the network again in thread mode and print the speedup; the exit code of that run."""
     if model is not None:  # a second run would double the API calls, and provider latency swamps the figure
         print("\nspeedup: not measured with a real model (run offline to compare with thread mode)", file=out)
         return 0

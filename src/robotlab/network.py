@@ -27,7 +27,6 @@ where). The result, hooks, memory and budgets behave the same in every mode.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from robotlab.budget import Ledger
@@ -37,74 +36,15 @@ from robotlab.errors import ConfigurationError, Error, RactorBoundaryError
 from robotlab.events import Event, EventEmitter, stream_events
 from robotlab.hooks import HookRegistry, Hooks, NetworkRunHookContext, global_hooks
 from robotlab.memory import Memory
+from robotlab.network_result import NetworkResult
 from robotlab.network_run import NetworkRun, current_run
-from robotlab.result import RobotResult
 from robotlab.robot import Robot
 from robotlab.sync_bridge import iterate_sync, run_sync
-from robotlab.task import Task, TaskOutcome, UpstreamFailed
+from robotlab.task import Task
 
 __all__ = ["PARALLEL_MODES", "Network", "NetworkResult", "create_network"]
 
 PARALLEL_MODES = ("thread", "process", "subinterpreter", "ray")
-
-
-@dataclass
-class NetworkResult:
-    """The outcome of ``network.run()``: per-task outcomes, timing and the memory.
-
-    ``value`` is the final answer: the text of the last-defined task that has
-    no dependants and succeeded (``final`` is its RobotResult).
-    """
-
-    network_name: str
-    tasks: dict[str, TaskOutcome]
-    memory: Memory
-    duration: float
-    sinks: tuple[str, ...] = field(default=())
-
-    @property
-    def results(self) -> dict[str, RobotResult]:
-        return {n: o.result for n, o in self.tasks.items() if o.status == "ok" and o.result is not None}
-
-    @property
-    def errors(self) -> dict[str, BaseException]:
-        return {n: o.error for n, o in self.tasks.items() if o.error is not None}
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-    @property
-    def final(self) -> RobotResult | None:
-        for name in reversed(self.sinks):
-            outcome = self.tasks[name]
-            if outcome.status == "ok":
-                return outcome.result
-        return None
-
-    @property
-    def value(self) -> str | None:
-        final = self.final
-        return final.last_text_content if final is not None else None
-
-    def __getitem__(self, name: str) -> TaskOutcome:
-        return self.tasks[name]
-
-    def raise_for_errors(self) -> NetworkResult:
-        """Raise the first task error (in definition order), if any; else return self."""
-        for outcome in self.tasks.values():
-            if outcome.error is not None and not isinstance(outcome.error, UpstreamFailed):
-                raise outcome.error
-        return self
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "network": self.network_name,
-            "ok": self.ok,
-            "value": self.value,
-            "duration": self.duration,
-            "tasks": {n: o.to_dict() for n, o in self.tasks.items()},
-        }
 
 
 class Network:

@@ -29,6 +29,7 @@ from robotlab.errors import ConfigurationError, retryable
 from robotlab.events import EventEmitter
 from robotlab.hooks import HookRegistry, Hooks, TaskHookContext
 from robotlab.memory import Memory
+from robotlab.network_result import NetworkResult
 from robotlab.parallel.endpoints import Endpoint
 from robotlab.result import RobotResult
 from robotlab.task import Task, TaskOutcome, UpstreamFailed
@@ -88,9 +89,7 @@ class NetworkRun:
     def _now(self) -> float:
         return time.perf_counter() - self._t0
 
-    async def execute(self) -> Any:
-        from robotlab.network import NetworkResult
-
+    async def execute(self) -> NetworkResult:
         self._t0 = time.perf_counter()
         self._loop = asyncio.get_running_loop()
         limit = self.network.concurrency

@@ -235,26 +235,36 @@ class Robot(RobotMessaging):
         >>> asyncio.run(robot.run_async("hello")).last_text_content
         'hi'
         """
-        servers = self._select_mcp_servers(mcp)
-        run_overrides = RunConfig.from_options(overrides, where="robot.run()")
-        selected = self._select_tools(tools) if not servers else ToolManifest()  # with MCP: chosen once connected
-        effective = self.effective_config(network, run_overrides)
-        memory = memory if memory is not None else self.memory
+        ctx, selected, servers = self._prepare_run(message, tools, mcp, memory, network, task, overrides)
         registries = self._registries(network)
-        ctx = RunHookContext(robot=self, network=network, task=task, memory=memory, config=effective,
-                             request=message)
         self._refuse_reentry()
         async with self._run_gate:
             with with_hook_scope(registries, hooks), running(self, network, budget_ledger):
                 self.check_runnable()
-                ledgers = [led for led in (self._ledger_for(effective), budget_ledger) if led is not None]
-                run = RobotRun(self, ctx, selected, effective, ledgers, registries, hooks, events)
+                ledgers = [led for led in (self._ledger_for(ctx.config), budget_ledger) if led is not None]
+                run = RobotRun(self, ctx, selected, ctx.config, ledgers, registries, hooks, events)
                 result = await self._execute(run, servers, tools)
         if isinstance(result, RobotResult):  # include what around/after hooks wrote
             result.hook_metadata = ctx.metadata.to_dict()
         if events is not None:
             events.emit("run.completed", result=result)
         return result
+
+    def _prepare_run(self, message: str, tools: str | Sequence[str], mcp: str | Sequence[str],
+                     memory: Memory | None, network: Any, task: Any,
+                     overrides: dict[str, Any]) -> tuple[RunHookContext, ToolManifest, tuple[MCPServer, ...]]:
+        """What a run uses: its hook context (merged config, memory), local tools and MCP servers.
+
+        Resolved before the run waits for the robot, so a bad option raises at once.
+        """
+        servers = self._select_mcp_servers(mcp)
+        run_overrides = RunConfig.from_options(overrides, where="robot.run()")
+        selected = self._select_tools(tools) if not servers else ToolManifest()  # with MCP: chosen once connected
+        effective = self.effective_config(network, run_overrides)
+        memory = memory if memory is not None else self.memory
+        ctx = RunHookContext(robot=self, network=network, task=task, memory=memory, config=effective,
+                             request=message)
+        return ctx, selected, servers
 
     async def _execute(self, run: RobotRun, servers: tuple[MCPServer, ...], tools: str | Sequence[str]) -> Any:
         """The ``run`` hook family around the tool loop; a failed run leaves the conversation as it was."""

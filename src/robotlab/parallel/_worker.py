@@ -206,6 +206,26 @@ def _encode(message: Any) -> bytes:
     return wire.encode(message, msgpack=False)
 
 
+def _start(send_frame: Callable[[bytes], None], ident: int, log_level: int | None, initializer: str | None,
+           initargs: tuple) -> bool:
+    """Before the first job: send log records to the parent, run the initializer, report ready.
+
+    False when the initializer raised: the parent got its traceback and this worker ends.
+    """
+    if log_level is not None:
+        root = logging.getLogger()
+        root.handlers[:] = [_ParentLogHandler(lambda message: send_frame(_encode(message)))]
+        root.setLevel(log_level)
+    if initializer is not None:
+        try:
+            resolve(initializer)(*initargs)
+        except BaseException:
+            send_frame(_encode(("init_error", traceback.format_exc())))
+            return False
+    send_frame(_encode(("ready", ident)))
+    return True
+
+
 def serve(channel: Channel, ident: int, log_level: int | None, initializer: str | None, initargs: tuple, *,
           per_thread: bool = False) -> bool:
     """The worker loop: until the parent sends ``None`` (then True) or closes the channel (False).
@@ -220,17 +240,8 @@ def serve(channel: Channel, ident: int, log_level: int | None, initializer: str 
         with send_lock:  # log records may come from the job's own threads
             channel.send_bytes(frame)
 
-    if log_level is not None:
-        root = logging.getLogger()
-        root.handlers[:] = [_ParentLogHandler(lambda message: send_frame(_encode(message)))]
-        root.setLevel(log_level)
-    if initializer is not None:
-        try:
-            resolve(initializer)(*initargs)
-        except BaseException:
-            send_frame(_encode(("init_error", traceback.format_exc())))
-            return True
-    send_frame(_encode(("ready", ident)))
+    if not _start(send_frame, ident, log_level, initializer, initargs):
+        return True
 
     def receive() -> Any:
         frame = channel.recv_bytes()
