@@ -50,6 +50,7 @@ from typing import Any
 
 from robotlab.errors import AwaitTimeout, ConfigurationError, DependencyError
 from robotlab.extensions import extension, extension_loaded
+from robotlab.memory_values import RESERVED_KEYS, number_at, number_step, plain, reserved_key_error
 
 __all__ = [
     "RESERVED_KEYS",
@@ -62,17 +63,6 @@ __all__ = [
 
 logger = logging.getLogger("robotlab.memory")
 
-#: Keys with dedicated accessors; never stored in, or listed by, the key space.
-RESERVED_KEYS = ("data", "results", "messages", "session_id", "cache")
-
-_ACCESSOR_HINT = {
-    "data": "memory.data (memory.data['name'] or memory.data.name)",
-    "results": "memory.results",
-    "messages": "memory.messages",
-    "session_id": "memory.session_id",
-    "cache": "memory.cache (read-only)",
-}
-
 #: Valid ``create_memory(backend=...)`` values.
 BACKENDS = ("memory", "redis")
 
@@ -83,37 +73,6 @@ _REDIS_OPTIONS = ("url", "namespace", "serializer")
 _DOCUMENTS_MESSAGE = (
     "document storage requires the robotlab[documents] extra. Install it with `pip install 'robotlab[documents]'`."
 )
-
-
-def _reserved_error(key: str) -> ConfigurationError:
-    return ConfigurationError(f"{key!r} is a reserved memory key; use {_ACCESSOR_HINT[key]} instead")
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _number_step(by: Any) -> int | float:
-    """*by* for ``increment``, or ``TypeError``."""
-    if not _is_number(by):
-        raise TypeError(f"increment by= must be an int or a float, got {type(by).__name__}")
-    return by
-
-
-def _number_at(key: str, value: Any) -> int | float:
-    """The stored *value* when ``increment`` may add to it, else ``ConfigurationError`` (the value stays)."""
-    if not _is_number(value):
-        raise ConfigurationError(
-            f"cannot increment memory[{key!r}]: it holds a {type(value).__name__}, not a number "
-            "(only int and float values can be incremented)"
-        )
-    return value
-
-
-def _plain(value: Any) -> Any:
-    """``value.to_dict()`` when it has one, else the value itself (for ``Memory.to_dict``)."""
-    to_dict = getattr(value, "to_dict", None)
-    return to_dict() if callable(to_dict) else value
 
 
 @dataclass(frozen=True)
@@ -341,7 +300,7 @@ class Memory:
     def _key(key: object) -> str:
         key = str(key)
         if key in RESERVED_KEYS:
-            raise _reserved_error(key)
+            raise reserved_key_error(key)
         return key
 
     def _matching(self, key: str) -> list[Subscription]:
@@ -394,11 +353,11 @@ class Memory:
         3.5
         """
         key = self._key(key)
-        by = _number_step(by)
+        by = number_step(by)
         with self._changed:
             created = key not in self._values
             previous = self._values.get(key)
-            value = (0 if created else _number_at(key, previous)) + by
+            value = (0 if created else number_at(key, previous)) + by
             self._values[key] = value
             subscribers = self._matching(key)
             self._changed.notify_all()
@@ -556,7 +515,7 @@ class Memory:
             raise TypeError("callback must be callable")
         pattern = str(key_or_pattern)
         if pattern in RESERVED_KEYS:
-            raise _reserved_error(pattern)
+            raise reserved_key_error(pattern)
         subscription = Subscription(pattern, callback, self)
         with self._lock:
             self._subscriptions.append(subscription)
@@ -596,8 +555,8 @@ class Memory:
         with self._lock:
             return {
                 "data": dict(self._data),
-                "results": [_plain(r) for r in self._results],
-                "messages": [_plain(m) for m in self._messages],
+                "results": [plain(r) for r in self._results],
+                "messages": [plain(m) for m in self._messages],
                 "session_id": self._session_id,
                 "values": dict(self._values),
             }

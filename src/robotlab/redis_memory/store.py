@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from robotlab.errors import AwaitTimeout, ConfigurationError
-from robotlab.memory import Memory, MemoryChange, StateProxy, _number_at, _number_step
+from robotlab.memory import Memory, MemoryChange, StateProxy
+from robotlab.memory_values import number_at, number_step
 from robotlab.redis_memory.codec import ValueCodec
 from robotlab.redis_memory.link import NamespaceKeys, RedisLink, import_redis, safe_url
 from robotlab.redis_memory.listener import RECHECK_SECONDS, Change, ChangeListener, Dispatcher
@@ -183,7 +184,7 @@ class RedisMemory(Memory):
         another writer got there first. Errors as ``Memory.increment``.
         """
         key = self._key(key)
-        by = _number_step(by)
+        by = number_step(by)
         keys = self._link.keys
         if self.serializer == "json" and isinstance(by, int) and _INT64_MIN <= by <= _INT64_MAX:
             frame = self._link.increment_integer(keys.values, keys.order, key, int(by), publish=True)
@@ -191,7 +192,7 @@ class RedisMemory(Memory):
                 return self._wrote(frame)[1]
         while True:
             raw = self._link.client.hget(keys.values, key)
-            value = (0 if raw is None else _number_at(key, self._decode(key, raw))) + by
+            value = (0 if raw is None else number_at(key, self._decode(key, raw))) + by
             frame = self._link.compare_and_write(keys.values, keys.order, key, raw, self._encode(key, value),
                                                  publish=True)
             if frame is not None:
