@@ -38,18 +38,17 @@ Standard library only: a worker-side proxy forwards to this class.
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import math
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from robotlab.errors import AwaitTimeout, ConfigurationError, DependencyError
 from robotlab.extensions import extension, extension_loaded
+from robotlab.memory_subscriptions import MemoryChange, MemorySubscriptions, Subscription
 from robotlab.memory_values import RESERVED_KEYS, number_at, number_step, plain, reserved_key_error
 
 __all__ = [
@@ -73,45 +72,6 @@ _REDIS_OPTIONS = ("url", "namespace", "serializer")
 _DOCUMENTS_MESSAGE = (
     "document storage requires the robotlab[documents] extra. Install it with `pip install 'robotlab[documents]'`."
 )
-
-
-@dataclass(frozen=True)
-class MemoryChange:
-    """What a subscription callback receives after a write or a delete.
-
-    ``previous`` is ``None`` when the key did not exist before (check
-    ``created`` to tell that apart from a stored ``None``). For a delete,
-    ``value`` is ``None`` and ``deleted`` is true.
-    """
-
-    key: str
-    value: Any
-    previous: Any
-    deleted: bool = False
-    created: bool = False
-    memory: Memory | None = field(default=None, repr=False, compare=False)
-
-
-@dataclass(eq=False)
-class Subscription:
-    """A registered callback; ``cancel()`` (or ``memory.unsubscribe(sub)``) stops it."""
-
-    pattern: str
-    callback: Callable[[MemoryChange], Any]
-    memory: Memory | None = field(default=None, repr=False)
-    active: bool = True
-
-    @property
-    def is_glob(self) -> bool:
-        return any(c in self.pattern for c in "*?[")
-
-    def matches(self, key: str) -> bool:
-        """Exact match, or an ``fnmatch`` glob (``"user.*"``, case-sensitive)."""
-        return key == self.pattern or (self.is_glob and fnmatch.fnmatchcase(key, self.pattern))
-
-    def cancel(self) -> bool:
-        """Stop receiving changes. Returns whether it was still subscribed."""
-        return self.memory.unsubscribe(self) if self.memory is not None else False
 
 
 class StateProxy:
@@ -207,7 +167,7 @@ class StateProxy:
         return f"StateProxy({self.to_dict()!r})"
 
 
-class Memory:
+class Memory(MemorySubscriptions):
     """Reactive key/value store. Keys are strings (others are converted with ``str()``).
 
     Args:
@@ -302,9 +262,6 @@ class Memory:
         if key in RESERVED_KEYS:
             raise reserved_key_error(key)
         return key
-
-    def _matching(self, key: str) -> list[Subscription]:
-        return [s for s in self._subscriptions if s.matches(key)]
 
     def set(self, key: object, value: Any) -> None:
         """Write *key*: wakes blocked readers, then runs matching subscriptions on this thread."""
@@ -503,46 +460,6 @@ class Memory:
         """Delete every user key (subscribers see one delete per key). Reserved state is kept."""
         for key in self.keys():
             self.delete(key)
-
-    # -- subscriptions ------------------------------------------------------------------
-
-    def subscribe(self, key_or_pattern: object, callback: Callable[[MemoryChange], Any]) -> Subscription:
-        """Call ``callback(change)`` after every write or delete of a matching key.
-
-        *key_or_pattern* is an exact key or an ``fnmatch`` glob (``"user.*"``).
-        """
-        if not callable(callback):
-            raise TypeError("callback must be callable")
-        pattern = str(key_or_pattern)
-        if pattern in RESERVED_KEYS:
-            raise reserved_key_error(pattern)
-        subscription = Subscription(pattern, callback, self)
-        with self._lock:
-            self._subscriptions.append(subscription)
-        return subscription
-
-    def unsubscribe(self, subscription: Subscription) -> bool:
-        """Remove *subscription*; returns whether it was subscribed here."""
-        with self._lock:
-            subscription.active = False
-            if subscription in self._subscriptions:
-                self._subscriptions.remove(subscription)
-                return True
-            return False
-
-    def subscriptions(self) -> list[Subscription]:
-        with self._lock:
-            return list(self._subscriptions)
-
-    @staticmethod
-    def _notify(subscribers: list[Subscription], change: MemoryChange) -> None:
-        for subscription in subscribers:
-            if not subscription.active:  # cancelled by an earlier callback of this same write
-                continue
-            try:
-                subscription.callback(change)
-            except Exception:  # one bad subscriber must not break the write or the others
-                logger.exception("memory subscription %r failed on key %r", subscription.pattern, change.key)
 
     # -- persistence -------------------------------------------------------------------------
 
