@@ -44,8 +44,9 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from robotlab.errors import ConfigurationError, DependencyError
+from robotlab.errors import ConfigurationError
 from robotlab.extensions import extension, extension_loaded
+from robotlab.memory_documents import DocumentStorage
 from robotlab.memory_subscriptions import MemoryChange, MemorySubscriptions, Subscription
 from robotlab.memory_values import RESERVED_KEYS, number_at, number_step, plain, reserved_key_error
 from robotlab.memory_waiting import WaitingReads
@@ -67,10 +68,6 @@ BACKENDS = ("memory", "redis")
 #: ``create_memory`` options that only ``backend="redis"`` takes.
 _REDIS_OPTIONS = ("url", "namespace", "serializer")
 
-# robot_lab's message with the gem and Gemfile line replaced by the extra and its pip command.
-_DOCUMENTS_MESSAGE = (
-    "document storage requires the robotlab[documents] extra. Install it with `pip install 'robotlab[documents]'`."
-)
 
 
 class StateProxy:
@@ -166,7 +163,7 @@ class StateProxy:
         return f"StateProxy({self.to_dict()!r})"
 
 
-class Memory(MemorySubscriptions, WaitingReads):
+class Memory(MemorySubscriptions, WaitingReads, DocumentStorage):
     """Reactive key/value store. Keys are strings (others are converted with ``str()``).
 
     Args:
@@ -458,29 +455,6 @@ class Memory(MemorySubscriptions, WaitingReads):
     def __repr__(self) -> str:
         with self._lock:
             return f"Memory(keys={list(self._values)!r}, data={dict(self._data)!r}, session_id={self._session_id!r})"
-
-    # -- documents (optional extension) -------------------------------------------------------
-
-    def _document_store(self) -> Any:
-        if not extension_loaded("document_store"):
-            raise DependencyError(_DOCUMENTS_MESSAGE)
-        return extension("document_store")
-
-    def store_document(self, key: str, text: str, **metadata: Any) -> Any:
-        """Delegates to ``extension("document_store").store_document(memory, key, text, **metadata)``."""
-        return self._document_store().store_document(self, key, text, **metadata)
-
-    def search_documents(self, query: str, limit: int = 5) -> Any:
-        """Delegates to ``extension("document_store").search_documents(memory, query, limit)``."""
-        return self._document_store().search_documents(self, query, limit)
-
-    def document_keys(self) -> Any:
-        """Delegates to ``extension("document_store").document_keys(memory)``."""
-        return self._document_store().document_keys(self)
-
-    def delete_document(self, key: str) -> Any:
-        """Delegates to ``extension("document_store").delete_document(memory, key)``."""
-        return self._document_store().delete_document(self, key)
 
 
 def create_memory(data: Mapping[str, Any] | None = None, enable_cache: bool = True, **options: Any) -> Memory:
