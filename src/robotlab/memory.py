@@ -39,13 +39,12 @@ Standard library only: a worker-side proxy forwards to this class.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from robotlab.errors import ConfigurationError
 from robotlab.extensions import extension, extension_loaded
+from robotlab.memory_backends import memory_backends, open_memory
 from robotlab.memory_documents import DocumentStorage
 from robotlab.memory_subscriptions import MemoryChange, MemorySubscriptions, Subscription
 from robotlab.memory_values import RESERVED_KEYS, number_at, number_step, plain, reserved_key_error
@@ -61,13 +60,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("robotlab.memory")
-
-#: Valid ``create_memory(backend=...)`` values.
-BACKENDS = ("memory", "redis")
-
-#: ``create_memory`` options that only ``backend="redis"`` takes.
-_REDIS_OPTIONS = ("url", "namespace", "serializer")
-
 
 
 class StateProxy:
@@ -293,7 +285,7 @@ class Memory(MemorySubscriptions, WaitingReads, DocumentStorage):
 
         A missing key starts at ``0``. Concurrent increments from threads,
         workers (through ``robotlab.parallel.memory()``) or other processes
-        sharing a Redis memory are never lost, unlike ``set(key, get(key) + 1)``.
+        sharing one memory through a backend are never lost, unlike ``set(key, get(key) + 1)``.
         The write wakes blocked readers and fires subscriptions like ``set``.
         A value that is not an ``int`` or ``float`` (``bool`` included) raises
         ``ConfigurationError`` and stays as it was; a *by* that is not a number
@@ -458,16 +450,15 @@ class Memory(MemorySubscriptions, WaitingReads, DocumentStorage):
 
 
 def create_memory(data: Mapping[str, Any] | None = None, enable_cache: bool = True, **options: Any) -> Memory:
-    """A new :class:`Memory`: in this process, or in a Redis server shared by many processes.
+    """A new :class:`Memory` from a registered backend: this process's, or one shared by many processes.
 
     Options:
 
     * ``session_id=``: ``memory.session_id``.
-    * ``backend=``: ``None`` or ``"memory"`` (this process) or ``"redis"``
-      (needs the ``robotlab[redis]`` extra; see ``docs/persistence.md``).
-    * ``backend="redis"`` only: ``url=`` (default: the ``REDIS_URL``
-      environment variable), ``namespace=`` (default ``"robotlab:<session_id>"``)
-      and ``serializer=`` (``"json"``, the default, or ``"pickle"``).
+    * ``backend=``: ``None`` or ``"memory"`` (this process), or the name of
+      another registered backend (:mod:`robotlab.memory_backends` lists the
+      built-ins and how to add one; see ``docs/memory.md``).
+    * the options that backend takes (listed where it is registered).
 
     Anything else raises ``ConfigurationError``.
 
@@ -478,41 +469,10 @@ def create_memory(data: Mapping[str, Any] | None = None, enable_cache: bool = Tr
     """
     backend = options.pop("backend", None)
     session_id = options.pop("session_id", None)
-    redis_options = {name: options.pop(name) for name in _REDIS_OPTIONS if name in options}
-    if options:
-        raise ConfigurationError(
-            f"unknown create_memory option(s): {', '.join(sorted(options))}; "
-            f"valid: backend, session_id, {', '.join(_REDIS_OPTIONS)}"
-        )
-    if backend in (None, "memory"):
-        if redis_options:
-            raise ConfigurationError(
-                f"create_memory option(s) {', '.join(redis_options)} apply to backend='redis' only"
-            )
-        return Memory(data, enable_cache=enable_cache, session_id=session_id)
-    if backend == "redis":
-        return _create_redis_memory(data, enable_cache, session_id, **redis_options)
-    raise ConfigurationError(
-        f"unknown memory backend {backend!r}; valid backends: {', '.join(repr(b) for b in BACKENDS)}"
-    )
+    return open_memory(backend, data, enable_cache=enable_cache, session_id=session_id, options=options)
 
 
-def _create_redis_memory(
-    data: Mapping[str, Any] | None,
-    enable_cache: bool,
-    session_id: str | None,
-    url: str | None = None,
-    **options: Any,
-) -> Memory:
-    from robotlab.redis_memory.link import import_redis  # stdlib-only until a Redis memory is asked for
-
-    import_redis("create_memory(backend='redis')")
-    url = url if url is not None else os.environ.get("REDIS_URL")
-    if not url:
-        raise ConfigurationError(
-            "create_memory(backend='redis') needs url= (or the REDIS_URL environment variable), "
-            "e.g. url='redis://localhost:6379/0'"
-        )
-    from robotlab.redis_memory import RedisMemory
-
-    return RedisMemory(url, data, session_id=session_id, enable_cache=enable_cache, **options)
+def __getattr__(name: str) -> Any:
+    if name == "BACKENDS":  # the old constant, now the registry's live list
+        return tuple(memory_backends())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
