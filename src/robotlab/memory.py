@@ -33,6 +33,13 @@ Decisions (see ``docs/memory.md``):
   ``ConfigurationError`` naming the accessor to use, and ``keys()`` never
   lists them.
 
+Here: :class:`Memory` (key/value writes, reserved keys, persistence),
+:class:`StateProxy` and :func:`create_memory`. Memory's other concerns have
+modules of their own: ``memory_values`` (key and value rules every backend
+shares), ``memory_subscriptions``, ``memory_waiting`` (``get(wait=...)``),
+``memory_documents`` and ``memory_backends`` (what ``create_memory(backend=...)``
+opens).
+
 Standard library only: a worker-side proxy forwards to this class.
 """
 
