@@ -17,6 +17,7 @@ import robotlab
 from robotlab.errors import AwaitTimeout, ConfigurationError, DependencyError
 from robotlab.extensions import register_extension, unregister_extension
 from robotlab.memory import RESERVED_KEYS, Memory, MemoryChange, StateProxy, Subscription, create_memory
+from robotlab.memory_backends import memory_backends, register_memory_backend, unregister_memory_backend
 from tests.doc_blocks import python_blocks, run_block
 
 
@@ -818,6 +819,75 @@ def test_create_memory_unknown_backend_and_option():
     assert str(info.value) == "unknown memory backend 'sqlite'; valid backends: 'memory', 'redis'"
     with pytest.raises(ConfigurationError, match="unknown create_memory option"):
         create_memory(colour="blue")
+
+
+class TaggedMemory(Memory):
+    """A user backend: an in-process memory that also carries a tag option."""
+
+    def __init__(self, data=None, *, enable_cache=True, session_id=None, tag="none"):
+        super().__init__(data, enable_cache=enable_cache, session_id=session_id)
+        self.tag = tag
+
+
+def test_create_memory_opens_a_registered_backend():
+    register_memory_backend("tagged", TaggedMemory, options=("tag",))
+    register_memory_backend("by-path", "tests.test_memory:TaggedMemory")  # imported on first use
+    try:
+        assert memory_backends() == ["memory", "redis", "tagged", "by-path"]
+        memory = create_memory(data={"a": 1}, backend="tagged", session_id="s", tag="blue")
+        assert type(memory) is TaggedMemory
+        assert memory.tag == "blue" and memory.data.a == 1 and memory.session_id == "s"
+        assert create_memory(backend="tagged").tag == "none"  # only the options given are passed on
+        assert type(create_memory(backend="by-path")) is TaggedMemory
+        with pytest.raises(ConfigurationError) as info:
+            create_memory(tag="red")  # the in-process backend does not take it
+        assert str(info.value) == "create_memory option(s) tag apply to backend='tagged' only"
+        with pytest.raises(ConfigurationError) as info:
+            create_memory(backend="by-path", tag="red")
+        assert str(info.value) == "create_memory option(s) tag apply to backend='tagged' only"
+    finally:
+        unregister_memory_backend("tagged")
+        unregister_memory_backend("by-path")
+    assert memory_backends() == ["memory", "redis"]
+
+
+def test_unknown_memory_backend_names_the_registered_ones():
+    register_memory_backend("tagged", TaggedMemory, options=("tag",))
+    try:
+        with pytest.raises(ConfigurationError) as info:
+            create_memory(backend="sqlite")
+        assert str(info.value) == "unknown memory backend 'sqlite'; valid backends: 'memory', 'redis', 'tagged'"
+        with pytest.raises(ConfigurationError) as info:
+            create_memory(colour="blue")
+        assert str(info.value) == (
+            "unknown create_memory option(s): colour; valid: backend, session_id, url, namespace, serializer, tag"
+        )
+        assert robotlab.memory.BACKENDS == ("memory", "redis", "tagged")
+    finally:
+        unregister_memory_backend("tagged")
+    assert robotlab.memory.BACKENDS == ("memory", "redis")
+
+
+def test_register_memory_backend_rejects_bad_registrations():
+    with pytest.raises(TypeError, match="factory must be callable or an import path"):
+        register_memory_backend("bad", 42)
+    with pytest.raises(ConfigurationError, match=r"an import path must look like 'package\.module:attribute'"):
+        register_memory_backend("bad", "robotlab.memory.Memory")
+    with pytest.raises(ConfigurationError, match=r"option\(s\) session_id belong to create_memory"):
+        register_memory_backend("bad", Memory, options=("session_id",))
+    with pytest.raises(ConfigurationError, match="cannot be unregistered"):
+        unregister_memory_backend("memory")
+    register_memory_backend("missing", "robotlab.memory:NoSuchMemory")
+    try:
+        with pytest.raises(ConfigurationError) as info:
+            create_memory(backend="missing")
+        assert str(info.value) == (
+            "memory backend 'missing' is registered as 'robotlab.memory:NoSuchMemory', "
+            "but robotlab.memory has no NoSuchMemory"
+        )
+    finally:
+        unregister_memory_backend("missing")
+    assert "bad" not in memory_backends()
 
 
 def test_memory_module_imports_only_the_standard_library():

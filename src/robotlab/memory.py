@@ -33,23 +33,29 @@ Decisions (see ``docs/memory.md``):
   ``ConfigurationError`` naming the accessor to use, and ``keys()`` never
   lists them.
 
+Here: :class:`Memory` (key/value writes, reserved keys, persistence),
+:class:`StateProxy` and :func:`create_memory`. Memory's other concerns have
+modules of their own: ``memory_values`` (key and value rules every backend
+shares), ``memory_subscriptions``, ``memory_waiting`` (``get(wait=...)``),
+``memory_documents`` and ``memory_backends`` (what ``create_memory(backend=...)``
+opens).
+
 Standard library only: a worker-side proxy forwards to this class.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import logging
-import math
-import os
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from robotlab.errors import AwaitTimeout, ConfigurationError, DependencyError
 from robotlab.extensions import extension, extension_loaded
+from robotlab.memory_backends import memory_backends, open_memory
+from robotlab.memory_documents import DocumentStorage
+from robotlab.memory_subscriptions import MemoryChange, MemorySubscriptions, Subscription
+from robotlab.memory_values import RESERVED_KEYS, number_at, number_step, plain, reserved_key_error
+from robotlab.memory_waiting import WaitingReads
 
 __all__ = [
     "RESERVED_KEYS",
@@ -61,98 +67,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("robotlab.memory")
-
-#: Keys with dedicated accessors; never stored in, or listed by, the key space.
-RESERVED_KEYS = ("data", "results", "messages", "session_id", "cache")
-
-_ACCESSOR_HINT = {
-    "data": "memory.data (memory.data['name'] or memory.data.name)",
-    "results": "memory.results",
-    "messages": "memory.messages",
-    "session_id": "memory.session_id",
-    "cache": "memory.cache (read-only)",
-}
-
-#: Valid ``create_memory(backend=...)`` values.
-BACKENDS = ("memory", "redis")
-
-#: ``create_memory`` options that only ``backend="redis"`` takes.
-_REDIS_OPTIONS = ("url", "namespace", "serializer")
-
-# robot_lab's message with the gem and Gemfile line replaced by the extra and its pip command.
-_DOCUMENTS_MESSAGE = (
-    "document storage requires the robotlab[documents] extra. Install it with `pip install 'robotlab[documents]'`."
-)
-
-
-def _reserved_error(key: str) -> ConfigurationError:
-    return ConfigurationError(f"{key!r} is a reserved memory key; use {_ACCESSOR_HINT[key]} instead")
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _number_step(by: Any) -> int | float:
-    """*by* for ``increment``, or ``TypeError``."""
-    if not _is_number(by):
-        raise TypeError(f"increment by= must be an int or a float, got {type(by).__name__}")
-    return by
-
-
-def _number_at(key: str, value: Any) -> int | float:
-    """The stored *value* when ``increment`` may add to it, else ``ConfigurationError`` (the value stays)."""
-    if not _is_number(value):
-        raise ConfigurationError(
-            f"cannot increment memory[{key!r}]: it holds a {type(value).__name__}, not a number "
-            "(only int and float values can be incremented)"
-        )
-    return value
-
-
-def _plain(value: Any) -> Any:
-    """``value.to_dict()`` when it has one, else the value itself (for ``Memory.to_dict``)."""
-    to_dict = getattr(value, "to_dict", None)
-    return to_dict() if callable(to_dict) else value
-
-
-@dataclass(frozen=True)
-class MemoryChange:
-    """What a subscription callback receives after a write or a delete.
-
-    ``previous`` is ``None`` when the key did not exist before (check
-    ``created`` to tell that apart from a stored ``None``). For a delete,
-    ``value`` is ``None`` and ``deleted`` is true.
-    """
-
-    key: str
-    value: Any
-    previous: Any
-    deleted: bool = False
-    created: bool = False
-    memory: Memory | None = field(default=None, repr=False, compare=False)
-
-
-@dataclass(eq=False)
-class Subscription:
-    """A registered callback; ``cancel()`` (or ``memory.unsubscribe(sub)``) stops it."""
-
-    pattern: str
-    callback: Callable[[MemoryChange], Any]
-    memory: Memory | None = field(default=None, repr=False)
-    active: bool = True
-
-    @property
-    def is_glob(self) -> bool:
-        return any(c in self.pattern for c in "*?[")
-
-    def matches(self, key: str) -> bool:
-        """Exact match, or an ``fnmatch`` glob (``"user.*"``, case-sensitive)."""
-        return key == self.pattern or (self.is_glob and fnmatch.fnmatchcase(key, self.pattern))
-
-    def cancel(self) -> bool:
-        """Stop receiving changes. Returns whether it was still subscribed."""
-        return self.memory.unsubscribe(self) if self.memory is not None else False
 
 
 class StateProxy:
@@ -248,7 +162,7 @@ class StateProxy:
         return f"StateProxy({self.to_dict()!r})"
 
 
-class Memory:
+class Memory(MemorySubscriptions, WaitingReads, DocumentStorage):
     """Reactive key/value store. Keys are strings (others are converted with ``str()``).
 
     Args:
@@ -341,11 +255,8 @@ class Memory:
     def _key(key: object) -> str:
         key = str(key)
         if key in RESERVED_KEYS:
-            raise _reserved_error(key)
+            raise reserved_key_error(key)
         return key
-
-    def _matching(self, key: str) -> list[Subscription]:
-        return [s for s in self._subscriptions if s.matches(key)]
 
     def set(self, key: object, value: Any) -> None:
         """Write *key*: wakes blocked readers, then runs matching subscriptions on this thread."""
@@ -381,7 +292,7 @@ class Memory:
 
         A missing key starts at ``0``. Concurrent increments from threads,
         workers (through ``robotlab.parallel.memory()``) or other processes
-        sharing a Redis memory are never lost, unlike ``set(key, get(key) + 1)``.
+        sharing one memory through a backend are never lost, unlike ``set(key, get(key) + 1)``.
         The write wakes blocked readers and fires subscriptions like ``set``.
         A value that is not an ``int`` or ``float`` (``bool`` included) raises
         ``ConfigurationError`` and stays as it was; a *by* that is not a number
@@ -394,11 +305,11 @@ class Memory:
         3.5
         """
         key = self._key(key)
-        by = _number_step(by)
+        by = number_step(by)
         with self._changed:
             created = key not in self._values
             previous = self._values.get(key)
-            value = (0 if created else _number_at(key, previous)) + by
+            value = (0 if created else number_at(key, previous)) + by
             self._values[key] = value
             subscribers = self._matching(key)
             self._changed.notify_all()
@@ -458,57 +369,6 @@ class Memory:
         self._notify(subscribers, MemoryChange(key, None, previous, deleted=True, memory=self))
         return previous
 
-    def get(self, key: object, *more: object, wait: bool | float | None = False, default: Any = None) -> Any:
-        """One value for one key; a ``{key: value}`` dict (in the order asked) for several.
-
-        ``wait=False`` (or ``None``): missing keys give *default*.
-        ``wait=True``: block until each missing key is written, without limit.
-        ``wait=seconds`` (int or float, ``0`` included): block up to that long
-        **per missing key**, in order, then raise ``AwaitTimeout`` for the
-        first key that did not arrive.
-        """
-        if wait is None:
-            wait = False
-        if not isinstance(wait, bool) and (not isinstance(wait, (int, float)) or math.isnan(wait) or wait < 0):
-            raise ValueError(f"wait must be True, False or a number of seconds >= 0, got {wait!r}")
-        keys = [self._key(k) for k in (key, *more)]
-        if not more:
-            return self._get_one(keys[0], wait, default)
-        return {k: self._get_one(k, wait, default) for k in keys}
-
-    async def get_async(self, key: object, *more: object, wait: bool | float | None = False,
-                        default: Any = None) -> Any:
-        """:meth:`get` for async code (tools, hooks): waiting for a key never blocks the event loop.
-
-        >>> import asyncio
-        >>> memory = Memory()
-        >>> memory.set("answer", 42)
-        >>> asyncio.run(memory.get_async("answer", wait=1))
-        42
-        """
-        from robotlab.sync_bridge import in_thread
-
-        if not wait or all(self._key(k) in self for k in (key, *more)):
-            return self.get(key, *more, wait=wait, default=default)
-        return await in_thread(self.get, key, *more, wait=wait, default=default)
-
-    def _get_one(self, key: str, wait: bool | float, default: Any) -> Any:
-        with self._changed:
-            if key in self._values:
-                return self._values[key]
-            if wait is False:
-                return default
-            if wait is True:
-                self._changed.wait_for(lambda: key in self._values)
-                return self._values[key]
-            deadline = time.monotonic() + wait
-            while key not in self._values:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AwaitTimeout.for_key(key, wait)
-                self._changed.wait(left)
-            return self._values[key]
-
     def keys(self) -> list[str]:
         """User keys in first-write order (a deleted then re-set key moves to the end).
 
@@ -545,46 +405,6 @@ class Memory:
         for key in self.keys():
             self.delete(key)
 
-    # -- subscriptions ------------------------------------------------------------------
-
-    def subscribe(self, key_or_pattern: object, callback: Callable[[MemoryChange], Any]) -> Subscription:
-        """Call ``callback(change)`` after every write or delete of a matching key.
-
-        *key_or_pattern* is an exact key or an ``fnmatch`` glob (``"user.*"``).
-        """
-        if not callable(callback):
-            raise TypeError("callback must be callable")
-        pattern = str(key_or_pattern)
-        if pattern in RESERVED_KEYS:
-            raise _reserved_error(pattern)
-        subscription = Subscription(pattern, callback, self)
-        with self._lock:
-            self._subscriptions.append(subscription)
-        return subscription
-
-    def unsubscribe(self, subscription: Subscription) -> bool:
-        """Remove *subscription*; returns whether it was subscribed here."""
-        with self._lock:
-            subscription.active = False
-            if subscription in self._subscriptions:
-                self._subscriptions.remove(subscription)
-                return True
-            return False
-
-    def subscriptions(self) -> list[Subscription]:
-        with self._lock:
-            return list(self._subscriptions)
-
-    @staticmethod
-    def _notify(subscribers: list[Subscription], change: MemoryChange) -> None:
-        for subscription in subscribers:
-            if not subscription.active:  # cancelled by an earlier callback of this same write
-                continue
-            try:
-                subscription.callback(change)
-            except Exception:  # one bad subscriber must not break the write or the others
-                logger.exception("memory subscription %r failed on key %r", subscription.pattern, change.key)
-
     # -- persistence -------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
@@ -596,8 +416,8 @@ class Memory:
         with self._lock:
             return {
                 "data": dict(self._data),
-                "results": [_plain(r) for r in self._results],
-                "messages": [_plain(m) for m in self._messages],
+                "results": [plain(r) for r in self._results],
+                "messages": [plain(m) for m in self._messages],
                 "session_id": self._session_id,
                 "values": dict(self._values),
             }
@@ -635,41 +455,17 @@ class Memory:
         with self._lock:
             return f"Memory(keys={list(self._values)!r}, data={dict(self._data)!r}, session_id={self._session_id!r})"
 
-    # -- documents (optional extension) -------------------------------------------------------
-
-    def _document_store(self) -> Any:
-        if not extension_loaded("document_store"):
-            raise DependencyError(_DOCUMENTS_MESSAGE)
-        return extension("document_store")
-
-    def store_document(self, key: str, text: str, **metadata: Any) -> Any:
-        """Delegates to ``extension("document_store").store_document(memory, key, text, **metadata)``."""
-        return self._document_store().store_document(self, key, text, **metadata)
-
-    def search_documents(self, query: str, limit: int = 5) -> Any:
-        """Delegates to ``extension("document_store").search_documents(memory, query, limit)``."""
-        return self._document_store().search_documents(self, query, limit)
-
-    def document_keys(self) -> Any:
-        """Delegates to ``extension("document_store").document_keys(memory)``."""
-        return self._document_store().document_keys(self)
-
-    def delete_document(self, key: str) -> Any:
-        """Delegates to ``extension("document_store").delete_document(memory, key)``."""
-        return self._document_store().delete_document(self, key)
-
 
 def create_memory(data: Mapping[str, Any] | None = None, enable_cache: bool = True, **options: Any) -> Memory:
-    """A new :class:`Memory`: in this process, or in a Redis server shared by many processes.
+    """A new :class:`Memory` from a registered backend: this process's, or one shared by many processes.
 
     Options:
 
     * ``session_id=``: ``memory.session_id``.
-    * ``backend=``: ``None`` or ``"memory"`` (this process) or ``"redis"``
-      (needs the ``robotlab[redis]`` extra; see ``docs/persistence.md``).
-    * ``backend="redis"`` only: ``url=`` (default: the ``REDIS_URL``
-      environment variable), ``namespace=`` (default ``"robotlab:<session_id>"``)
-      and ``serializer=`` (``"json"``, the default, or ``"pickle"``).
+    * ``backend=``: ``None`` or ``"memory"`` (this process), or the name of
+      another registered backend (:mod:`robotlab.memory_backends` lists the
+      built-ins and how to add one; see ``docs/memory.md``).
+    * the options that backend takes (listed where it is registered).
 
     Anything else raises ``ConfigurationError``.
 
@@ -680,41 +476,10 @@ def create_memory(data: Mapping[str, Any] | None = None, enable_cache: bool = Tr
     """
     backend = options.pop("backend", None)
     session_id = options.pop("session_id", None)
-    redis_options = {name: options.pop(name) for name in _REDIS_OPTIONS if name in options}
-    if options:
-        raise ConfigurationError(
-            f"unknown create_memory option(s): {', '.join(sorted(options))}; "
-            f"valid: backend, session_id, {', '.join(_REDIS_OPTIONS)}"
-        )
-    if backend in (None, "memory"):
-        if redis_options:
-            raise ConfigurationError(
-                f"create_memory option(s) {', '.join(redis_options)} apply to backend='redis' only"
-            )
-        return Memory(data, enable_cache=enable_cache, session_id=session_id)
-    if backend == "redis":
-        return _create_redis_memory(data, enable_cache, session_id, **redis_options)
-    raise ConfigurationError(
-        f"unknown memory backend {backend!r}; valid backends: {', '.join(repr(b) for b in BACKENDS)}"
-    )
+    return open_memory(backend, data, enable_cache=enable_cache, session_id=session_id, options=options)
 
 
-def _create_redis_memory(
-    data: Mapping[str, Any] | None,
-    enable_cache: bool,
-    session_id: str | None,
-    url: str | None = None,
-    **options: Any,
-) -> Memory:
-    from robotlab.redis_memory.link import import_redis  # stdlib-only until a Redis memory is asked for
-
-    import_redis("create_memory(backend='redis')")
-    url = url if url is not None else os.environ.get("REDIS_URL")
-    if not url:
-        raise ConfigurationError(
-            "create_memory(backend='redis') needs url= (or the REDIS_URL environment variable), "
-            "e.g. url='redis://localhost:6379/0'"
-        )
-    from robotlab.redis_memory import RedisMemory
-
-    return RedisMemory(url, data, session_id=session_id, enable_cache=enable_cache, **options)
+def __getattr__(name: str) -> Any:
+    if name == "BACKENDS":  # the old constant, now the registry's live list
+        return tuple(memory_backends())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

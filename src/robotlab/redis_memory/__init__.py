@@ -13,8 +13,11 @@ See ``docs/persistence.md``.
 Modules: ``store`` (RedisMemory), ``codec`` (JSON / opt-in pickle values),
 ``scripts`` (the atomic Lua writes and their change frames), ``listener``
 (the change feed and subscription threads), ``structures`` (``data``,
-``results``, ``messages`` in Redis), ``link`` (connection and key names).
-Importing this package does not import ``redis``; opening a memory does.
+``results``, ``messages`` in Redis), ``reserved_keys`` (RedisMemory's
+accessors for them), ``link`` (connection and key names),
+``backend`` (``create_memory(backend="redis")``, registered by import path in
+``robotlab.memory_backends``). Importing this package does not import
+``redis``; opening a memory does.
 """
 
 from __future__ import annotations

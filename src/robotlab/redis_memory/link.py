@@ -12,8 +12,15 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from robotlab.errors import DependencyError, Error
-from robotlab.redis_memory import scripts
 from robotlab.redis_memory.codec import ValueCodec
+from robotlab.redis_memory.scripts import (
+    COMPARE_AND_WRITE,
+    DELETE,
+    INCREMENT_INTEGER,
+    LIST_DELETE_INDEX,
+    LIST_REPLACE,
+    WRITE,
+)
 
 __all__ = ["NamespaceKeys", "RedisLink", "import_redis", "safe_url"]
 
@@ -98,12 +105,12 @@ class RedisLink:
         self.origin = origin
         self.codec = codec
         self.closed = False
-        self._write = client.register_script(scripts.WRITE)
-        self._delete = client.register_script(scripts.DELETE)
-        self._compare_and_write = client.register_script(scripts.COMPARE_AND_WRITE)
-        self._increment_integer = client.register_script(scripts.INCREMENT_INTEGER)
-        self.list_replace = client.register_script(scripts.LIST_REPLACE)
-        self.list_delete_index = client.register_script(scripts.LIST_DELETE_INDEX)
+        self._write = client.register_script(WRITE)
+        self._delete = client.register_script(DELETE)
+        self._compare_and_write = client.register_script(COMPARE_AND_WRITE)
+        self._increment_integer = client.register_script(INCREMENT_INTEGER)
+        self.list_replace = client.register_script(LIST_REPLACE)
+        self.list_delete_index = client.register_script(LIST_DELETE_INDEX)
 
     @property
     def client(self) -> Any:

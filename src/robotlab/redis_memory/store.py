@@ -16,14 +16,16 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from robotlab.errors import AwaitTimeout, ConfigurationError
-from robotlab.memory import Memory, MemoryChange, StateProxy, _number_at, _number_step
+from robotlab.memory import Memory, MemoryChange
+from robotlab.memory_values import number_at, number_step
 from robotlab.redis_memory.codec import ValueCodec
 from robotlab.redis_memory.link import NamespaceKeys, RedisLink, import_redis, safe_url
 from robotlab.redis_memory.listener import RECHECK_SECONDS, Change, ChangeListener, Dispatcher
+from robotlab.redis_memory.reserved_keys import RedisReservedKeys
 from robotlab.redis_memory.scripts import parse_frame
 from robotlab.redis_memory.structures import RedisHash, RedisList, RedisStateProxy
 
@@ -35,7 +37,7 @@ _STOP_TIMEOUT = 10.0  # seconds close() waits for each background thread
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # what HINCRBY adds exactly
 
 
-class RedisMemory(Memory):
+class RedisMemory(RedisReservedKeys, Memory):
     """A :class:`~robotlab.memory.Memory` whose state lives in Redis under one namespace.
 
     Every memory opened on the same ``url`` and namespace shares the user keys,
@@ -183,7 +185,7 @@ class RedisMemory(Memory):
         another writer got there first. Errors as ``Memory.increment``.
         """
         key = self._key(key)
-        by = _number_step(by)
+        by = number_step(by)
         keys = self._link.keys
         if self.serializer == "json" and isinstance(by, int) and _INT64_MIN <= by <= _INT64_MAX:
             frame = self._link.increment_integer(keys.values, keys.order, key, int(by), publish=True)
@@ -191,7 +193,7 @@ class RedisMemory(Memory):
                 return self._wrote(frame)[1]
         while True:
             raw = self._link.client.hget(keys.values, key)
-            value = (0 if raw is None else _number_at(key, self._decode(key, raw))) + by
+            value = (0 if raw is None else number_at(key, self._decode(key, raw))) + by
             frame = self._link.compare_and_write(keys.values, keys.order, key, raw, self._encode(key, value),
                                                  publish=True)
             if frame is not None:
@@ -296,47 +298,6 @@ class RedisMemory(Memory):
                 continue
             change = MemoryChange(key, value, previous, deleted=kind == b"d", created=kind == b"c", memory=self)
             self._notify(subscribers, change)
-
-    # -- reserved keys --------------------------------------------------------------------------------
-
-    @Memory.data.setter
-    def data(self, values: Mapping[str, Any]) -> None:
-        if not isinstance(values, (Mapping, StateProxy)):
-            raise TypeError(f"memory.data must be a mapping, got {type(values).__name__}")
-        new = {str(k): v for k, v in (values.to_dict() if isinstance(values, StateProxy) else values).items()}
-        self._proxy._data.replace(new)
-
-    @property
-    def results(self) -> RedisList:
-        """Robot results shared through Redis (``append`` is atomic across processes)."""
-        return self._results_list
-
-    @results.setter
-    def results(self, values: Iterable[Any]) -> None:
-        self._results_list.replace(list(values))
-
-    @property
-    def messages(self) -> RedisList:
-        """Conversation history shared through Redis."""
-        return self._messages_list
-
-    @messages.setter
-    def messages(self, values: Iterable[Any]) -> None:
-        self._messages_list.replace(list(values))
-
-    @property
-    def session_id(self) -> str | None:
-        raw = self._link.client.get(self._link.keys.session_id)
-        return None if raw is None else raw.decode()
-
-    @session_id.setter
-    def session_id(self, value: str | None) -> None:
-        if value is not None and not isinstance(value, str):
-            raise TypeError(f"session_id must be a str or None, got {type(value).__name__}")
-        if value is None:
-            self._link.client.delete(self._link.keys.session_id)
-        else:
-            self._link.client.set(self._link.keys.session_id, value)
 
     # -- persistence -----------------------------------------------------------------------------------
 

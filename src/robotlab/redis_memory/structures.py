@@ -14,7 +14,8 @@ import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, MutableSequence
 from typing import Any
 
-from robotlab.memory import StateProxy, _plain
+from robotlab.memory import StateProxy
+from robotlab.memory_values import plain
 from robotlab.redis_memory.link import RedisLink
 
 __all__ = ["RedisHash", "RedisList", "RedisStateProxy"]
@@ -113,7 +114,7 @@ class RedisList(MutableSequence):
 
     def _encode(self, value: Any, index: object = "+") -> bytes:
         codec = self._link.codec
-        return codec.encode(_plain(value) if codec.name == "json" else value, f"{self._label}[{index}]")
+        return codec.encode(plain(value) if codec.name == "json" else value, f"{self._label}[{index}]")
 
     def _decode(self, raw: bytes, index: object) -> Any:
         return self._link.codec.decode(raw, f"{self._label}[{index}]")
