@@ -58,6 +58,14 @@ class ExitAtUnpickle:
         return _exit_now, ()
 
 
+class Interrupted(BaseException):
+    """What a signal handler may raise (pytest-timeout's timeout, trio's Cancelled): not the data's doing."""
+
+
+def interrupted():
+    raise Interrupted
+
+
 class ExitAtPickle:
     def __reduce__(self):
         sys.exit(1)

@@ -431,6 +431,25 @@ def test_every_single_bit_flip_of_a_frame_raises_wire_error(kind):
             wire.decode(bytes(flipped))
 
 
+def test_what_unpickling_raises_is_a_wire_error_but_an_interruption_passes_through():
+    with pytest.raises(WireError, match="SystemExit"):  # the data's own code exits: a bad frame, not an exit
+        wire.decode(wire.encode(fault_jobs.ExitAtUnpickle(), msgpack=False))
+    with pytest.raises(WireError, match="GeneratorExit"):
+        wire.decode(pickle_frame(fault_jobs.generator_exit))
+    for raising, interruption in ((fault_jobs.interrupt, KeyboardInterrupt),
+                                  (fault_jobs.interrupted, fault_jobs.Interrupted)):
+        with pytest.raises(interruption):  # a Ctrl-C or a timeout arriving mid-decode is kept, not turned into data
+            wire.decode(pickle_frame(raising))
+
+
+def pickle_frame(raising) -> bytes:
+    """A pickle frame whose loading calls *raising*."""
+    class Calls:
+        def __reduce__(self):
+            return raising, ()
+    return wire.encode(Calls(), msgpack=False)
+
+
 def test_a_corrupt_length_never_allocates_beyond_the_frame():
     frame = bytearray(wire.encode(freeze_deep({"ids": list(range(50))})))
     frame[1:5] = (2**32 - 1).to_bytes(4, "big")  # claims 4 GiB

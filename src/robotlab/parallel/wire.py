@@ -100,8 +100,9 @@ def decode(data: bytes | bytearray | memoryview) -> Any:
             return msgspec.msgpack.decode(payload)
         if kind in (b"P", b"C"):  # cloudpickle output loads with plain pickle
             return pickle.loads(payload)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # unpickling runs the data's own code, which may even call sys.exit
+    # Unpickling runs the data's own code, which may even call sys.exit. Other BaseExceptions
+    # (KeyboardInterrupt, a test runner's timeout raised from a signal handler) are not the
+    # data's doing and pass through: turned into a WireError they would be lost.
+    except (Exception, SystemExit, GeneratorExit) as exc:
         raise WireError(f"corrupt {kind.decode(errors='replace')!r} frame: {type(exc).__name__}: {exc}") from exc
     raise WireError(f"unknown frame kind {kind!r}")
