@@ -21,6 +21,12 @@ does not know the worker's token, and the worker never runs jobs sent by a
 peer that does not know it either. Frames use the 4-byte big-endian length
 prefix of ``multiprocessing.connection.Connection``.
 
+After the handshake every frame is sealed (:class:`SealedChannel`): it carries
+a keyed BLAKE2b tag over its direction, its sequence number and its bytes,
+with a key both sides derive from the token and both nonces
+(:func:`link_key`). A frame injected into the TCP stream, replayed,
+reordered, reflected back or changed is refused, and the link closed.
+
 Worker-side module: standard library and robotlab's worker-side modules;
 ``ray`` is imported only inside the actor.
 """
@@ -36,8 +42,10 @@ import struct
 import sys
 import threading
 import time
+from typing import Any
 
-__all__ = ["PROTOCOL", "RayWorker", "TurnedAway", "proof", "recv_frame", "send_frame"]
+__all__ = ["PROTOCOL", "RayWorker", "SealedChannel", "TurnedAway", "link_key", "proof", "recv_frame",
+           "send_frame"]
 
 PROTOCOL = b"robotlab-ray/1"
 # How long a worker tries to reach the driver (and, when turned away before the challenge, keeps retrying).
@@ -91,14 +99,79 @@ def proof(token: bytes, role: bytes, nonce: bytes, hello: bytes) -> bytes:
     return hmac.new(token, b"\0".join((role, nonce, hello)), hashlib.sha256).digest()
 
 
+def link_key(token: bytes, driver_nonce: bytes, worker_nonce: bytes, hello: bytes) -> bytes:
+    """The key that seals one link's frames: fresh per connection, known only to the two ends."""
+    return hmac.new(token, b"\0".join((b"link", driver_nonce, worker_nonce, hello)), hashlib.sha256).digest()
+
+
+class SealedChannel:
+    """A channel (``send_bytes`` / ``recv_bytes``) whose frames carry a tag: its direction, number and bytes.
+
+    *sends* and *receives* name the two directions (``b"driver"``, ``b"worker"``): a frame
+    is checked against the number the receiver expects next, so a frame that was injected,
+    replayed, reordered, reflected back or altered fails the check with ``ConnectionError``,
+    and the link is over: the worker's loop ends on it, the driver closes the connection.
+
+    Example:
+        >>> import socket
+        >>> from multiprocessing.connection import Connection
+        >>> a, b = socket.socketpair()
+        >>> driver = SealedChannel(Connection(a.detach()), b"k" * 32, sends=b"driver", receives=b"worker")
+        >>> worker = SealedChannel(Connection(b.detach()), b"k" * 32, sends=b"worker", receives=b"driver")
+        >>> driver.send_bytes(b"job"); worker.recv_bytes()
+        b'job'
+    """
+
+    TAG_SIZE = 16
+
+    def __init__(self, inner: Any, key: bytes, *, sends: bytes, receives: bytes) -> None:
+        self._inner = inner
+        self._key = key
+        self._sends, self._receives = sends, receives
+        self._sent = self._received = 0
+        self._send_lock = threading.Lock()  # numbers must go out in the order they were given
+
+    def _tag(self, direction: bytes, number: int, data: bytes | memoryview) -> bytes:
+        seal = hashlib.blake2b(number.to_bytes(8, "big"), key=self._key, digest_size=self.TAG_SIZE,
+                               person=direction)
+        seal.update(data)
+        return seal.digest()
+
+    def send_bytes(self, data: bytes) -> None:
+        with self._send_lock:
+            tag = self._tag(self._sends, self._sent, data)
+            self._inner.send_bytes(bytes(data) + tag)
+            self._sent += 1
+
+    def recv_bytes(self) -> bytes:
+        frame = self._inner.recv_bytes()
+        view = memoryview(frame)
+        body, tag = view[:-self.TAG_SIZE], view[-self.TAG_SIZE:]
+        if len(frame) < self.TAG_SIZE or not hmac.compare_digest(tag, self._tag(self._receives, self._received, body)):
+            raise ConnectionError(f"frame {self._received} from the {self._receives.decode()} failed its check "
+                                  "(injected, replayed, reordered or altered on the way): the link is closed")
+        self._received += 1
+        return bytes(body)
+
+    def poll(self, timeout: float | None = 0.0) -> bool:
+        return self._inner.poll(timeout)
+
+    def fileno(self) -> int:
+        return self._inner.fileno()
+
+    def close(self) -> None:
+        self._inner.close()
+
+
 class TurnedAway(ConnectionError):
     """The driver closed the connection before challenging the worker: busy with other handshakes, or it
     no longer expects this worker. Trying again (for a while) is right; it is not an authentication failure."""
 
 
-def authenticate(sock: socket.socket, hello: bytes, token: bytes) -> None:
-    """The worker's half of the handshake; raises ``ConnectionError`` if the driver does not know the token
-    (``TurnedAway`` if it closed the connection before its challenge)."""
+def authenticate(sock: socket.socket, hello: bytes, token: bytes) -> bytes:
+    """The worker's half of the handshake, returning the link's key (:func:`link_key`); raises
+    ``ConnectionError`` if the driver does not know the token (``TurnedAway`` if it closed the
+    connection before its challenge)."""
     try:
         send_frame(sock, hello)
         driver_nonce = recv_frame(sock, NONCE_SIZE)
@@ -109,6 +182,7 @@ def authenticate(sock: socket.socket, hello: bytes, token: bytes) -> None:
     answer = recv_frame(sock, 64)
     if not hmac.compare_digest(answer, proof(token, b"driver", worker_nonce, hello)):
         raise ConnectionError("the peer at the pool's address failed authentication: it is not this worker's pool")
+    return link_key(token, driver_nonce, worker_nonce, hello)
 
 
 def merge_sys_path(driver_path: list[str]) -> None:
@@ -124,9 +198,9 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
     os._exit(128 + signum)
 
 
-def _connect(driver: tuple[str, int], hello: bytes, token: bytes, node_ip: str) -> socket.socket:
-    """An authenticated socket to the pool at *driver*; turned away (the driver caps its concurrent
-    handshakes), the worker tries again for up to ``CONNECT_TIMEOUT`` seconds."""
+def _connect(driver: tuple[str, int], hello: bytes, token: bytes, node_ip: str) -> tuple[socket.socket, bytes]:
+    """An authenticated socket to the pool at *driver*, and the link's key; turned away (the driver caps
+    its concurrent handshakes), the worker tries again for up to ``CONNECT_TIMEOUT`` seconds."""
     host, port = driver
     deadline, pause = time.monotonic() + CONNECT_TIMEOUT, 0.05
     while True:
@@ -138,8 +212,7 @@ def _connect(driver: tuple[str, int], hello: bytes, token: bytes, node_ip: str) 
                                   "the driver (see docs/distributed.md)") from None
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # frames are small: no Nagle delay
-            authenticate(sock, hello, token)
-            return sock
+            return sock, authenticate(sock, hello, token)
         except TurnedAway as exc:
             sock.close()
             if time.monotonic() + pause > deadline:
@@ -176,13 +249,13 @@ class RayWorker:
         context = ray.get_runtime_context()
         hello = b" ".join(part.encode() for part in (PROTOCOL.decode(), key, str(os.getpid()),
                                                     ray.util.get_node_ip_address(), context.get_actor_id()))
-        sock = _connect(driver, hello, token, ray.util.get_node_ip_address())
+        sock, key = _connect(driver, hello, token, ray.util.get_node_ip_address())
         with sock:
             sock.settimeout(None)
             from robotlab.parallel import _worker, wire
 
-            _worker.serve(_worker._FdChannel(sock.fileno()), os.getpid(), log_level, initializer,
-                          wire.decode(initargs_frame))
+            channel = SealedChannel(_worker._FdChannel(sock.fileno()), key, sends=b"worker", receives=b"driver")
+            _worker.serve(channel, os.getpid(), log_level, initializer, wire.decode(initargs_frame))
         return os.getpid()
 
     def __repr__(self) -> str:

@@ -44,7 +44,16 @@ from typing import Any
 
 from robotlab.errors import ConfigurationError, DependencyError, Error
 from robotlab.parallel import wire
-from robotlab.parallel._ray_worker import NONCE_SIZE, PROTOCOL, RayWorker, proof, recv_frame, send_frame
+from robotlab.parallel._ray_worker import (
+    NONCE_SIZE,
+    PROTOCOL,
+    RayWorker,
+    SealedChannel,
+    link_key,
+    proof,
+    recv_frame,
+    send_frame,
+)
 
 __all__ = ["LISTEN_ENV", "RayBackend", "RayWorkerHandle", "load_ray"]
 
@@ -243,13 +252,14 @@ class _RayChannel:
         """True once the pool closed this channel (as ``Connection.closed``): its fd may be reused."""
         return self._closed
 
-    def attach(self, sock: socket.socket) -> bool:
-        """Start using the authenticated *sock*; False (and *sock* closed) if this channel was closed meanwhile."""
+    def attach(self, sock: socket.socket, key: bytes) -> bool:
+        """Start using the authenticated *sock*, its frames sealed with *key* (see ``_ray_worker.SealedChannel``);
+        False (and *sock* closed) if this channel was closed meanwhile."""
         with self._lock:
             if self._closed:
                 sock.close()
                 return False
-            conn = Connection(sock.detach())
+            conn = SealedChannel(Connection(sock.detach()), key, sends=b"driver", receives=b"worker")
             try:
                 for frame in self._outbox:
                     conn.send_bytes(frame)
@@ -278,7 +288,12 @@ class _RayChannel:
         if conn is None:
             raise OSError("the channel to this Ray worker is closed" if self._closed else
                           "this Ray worker has not connected yet")
-        return conn.recv_bytes()
+        try:
+            return conn.recv_bytes()
+        except ConnectionError as exc:  # a frame failed its seal: nothing more from this link is trusted
+            logger.warning("backend='ray': %s; the worker is dropped", exc)
+            conn.close()  # the worker sees EOF and ends: the pool sees it lost (WorkerCrashed)
+            raise
 
     def poll(self, timeout: float | None = 0.0) -> bool:
         conn = self._conn
@@ -416,7 +431,8 @@ class _Rendezvous:
             sock.close()
             return
         pid, node_ip, actor_id = (part.decode("ascii", "replace") for part in parts[2:])
-        handle._connected(sock, int(pid) if pid.isdigit() else None, node_ip, actor_id)
+        key = link_key(token, nonce, worker_nonce, hello)
+        handle._connected(sock, key, int(pid) if pid.isdigit() else None, node_ip, actor_id)
 
 
 def _family(host: str) -> socket.AddressFamily:
@@ -519,12 +535,12 @@ class RayWorkerHandle:
             return f"Ray worker {self._number} (not connected yet)"
         return f"Ray worker {self._number} ({self._where})"
 
-    def _connected(self, sock: socket.socket, pid: int | None, node_ip: str, actor_id: str) -> None:
+    def _connected(self, sock: socket.socket, key: bytes, pid: int | None, node_ip: str, actor_id: str) -> None:
         """Called by the rendezvous once this worker's actor connected and authenticated."""
         self.ident = pid
         self._where = f"actor {actor_id[:12]}, pid {pid} on {node_ip}"
         self._connected_at = time.monotonic()
-        self.conn.attach(sock)  # False if the pool dropped this worker meanwhile: the actor then sees EOF
+        self.conn.attach(sock, key)  # False if the pool dropped this worker meanwhile: the actor then sees EOF
 
     def _watch(self, ref: Any) -> None:
         # The actor's call is watched through the future Ray resolves from its own thread: no thread of
