@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -275,6 +276,32 @@ def test_max_tasks_per_child_replaces_workers(backend):
         assert workers_gone(backend, retired)  # while the pool still runs: retired workers are reaped
 
 
+def shut_down_within(pool: WorkerPool, seconds: float) -> bool:
+    """Whether ``pool.shutdown(wait=True)`` returns within *seconds* (it runs on a helper thread)."""
+    closer = threading.Thread(target=pool.shutdown, daemon=True)
+    closer.start()
+    closer.join(seconds)
+    return not closer.is_alive()
+
+
+def test_jobs_queued_at_shutdown_run_even_when_their_worker_retires_meanwhile(backend):
+    # The one worker retires after each job: the queued ones need its successors, shutting down or not.
+    recycled = WorkerPool(size=1, backend=backend, max_tasks_per_child=1)
+    futures = [recycled.submit(jobs.add, i, 1) for i in range(4)]
+    assert shut_down_within(recycled, 60), "shutdown(wait=True) hung: the queued jobs had no worker left"
+    assert [f.result(0) for f in futures] == [1, 2, 3, 4]
+
+
+def test_jobs_cancelled_at_shutdown_need_no_worker(backend):
+    recycled = WorkerPool(size=1, backend=backend, max_tasks_per_child=1)
+    running = recycled.submit(jobs.sleep, 0.3)
+    assert until(running.running)
+    queued = [recycled.submit(jobs.add, i, 1) for i in range(4)]
+    assert all(f.cancel() for f in queued)
+    assert shut_down_within(recycled, 60)
+    assert running.result(0) == 0.3
+
+
 # -- supervision ---------------------------------------------------------------------------
 
 
@@ -380,6 +407,20 @@ def test_a_dying_worker_fails_only_its_job_and_is_replaced(backend, job, cause):
         after = set(supervised.worker_ids)
         assert len(after) == 2 and len(before - after) == 1
         assert gone(list(before - after))
+
+
+@pytest.mark.parametrize("backend", OWN_PROCESSES, indirect=True)
+def test_jobs_queued_behind_crashes_at_shutdown_still_run(backend):
+    # CPython's test_crash_big_data hung this way: every worker crashed during shutdown(wait=True),
+    # none was replaced, and the jobs still queued waited for a worker forever.
+    supervised = WorkerPool(size=2, backend=backend)
+    crashes = [supervised.submit(jobs.exit_now) for _ in range(2)]
+    queued = [supervised.submit(jobs.add, i, 1) for i in range(4)]
+    assert shut_down_within(supervised, 60), "shutdown(wait=True) hung: the queued jobs had no worker left"
+    for crash in crashes:
+        with pytest.raises(WorkerCrashed):
+            crash.result(0)
+    assert [f.result(0) for f in queued] == [1, 2, 3, 4]
 
 
 @pytest.mark.parametrize("backend", OWN_PROCESSES, indirect=True)

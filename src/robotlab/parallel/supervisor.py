@@ -146,6 +146,8 @@ class Supervisor:
                     if due is not None and (timeout is None or due < timeout):
                         timeout = due
                     self._wakes_at = math.inf if timeout is None else now + timeout
+                    if self.shut_down:
+                        self._drop_cancelled()
                     busy = self._pending or any(w.jobs for w in self.worker_set.members)
                     done = (self.shut_down or self.broken is not None) and not busy
                 self.settle(settled)
@@ -231,7 +233,7 @@ class Supervisor:
             settled.append((job.future, pool_protocol.outcome_of(job.target, message)))
         max_tasks = self.policy.max_tasks
         if max_tasks is not None and worker.jobs_done >= max_tasks:
-            self.worker_set.retire(worker, successor=not self.shut_down and self.broken is None)
+            self.worker_set.retire(worker, successor=self._needs_successor())
         else:
             self._fill(worker)
         return settled
@@ -279,7 +281,7 @@ class Supervisor:
             self._pending.extendleft(reversed(worker.jobs))  # queued behind it, never started
             worker.jobs.clear()
             handle = worker.handle
-            fate = self.worker_set.end(worker, successor=not self.shut_down and self.broken is None)
+            fate = self.worker_set.end(worker, successor=self._needs_successor())
             settled.append((job.future, CancelledError(
                 f"{job.target} was stopped; worker {handle.label} {fate}") if job.stopped else JobTimeout(
                 f"{job.target} ran past its timeout of {job.timeout} s; worker {handle.label} {fate}")))
@@ -333,8 +335,25 @@ class Supervisor:
     # -- workers' lifetimes (see worker_set) ------------------------------------------------------
 
     def _replace(self, worker: PoolWorker) -> None:
-        """Drop a finished or dead worker and, unless shutting down, start its successor."""
-        self.worker_set.replace(worker, successor=not self.shut_down and self.broken is None)
+        """Drop a finished or dead worker and start its successor if one is needed."""
+        self.worker_set.replace(worker, successor=self._needs_successor())
+
+    def _needs_successor(self) -> bool:
+        """Whether a worker that ends now is replaced: unless the pool broke, or it shuts down with nothing queued.
+
+        Shutting down, queued jobs still run (as Executor.shutdown(wait=True) promises): without a
+        successor for a worker that crashed or retired then, they would wait forever.
+        """
+        if self.shut_down:
+            self._drop_cancelled()
+        return self.broken is None and (not self.shut_down or bool(self._pending))
+
+    def _drop_cancelled(self) -> None:
+        """Forget queued jobs whose callers cancelled them (shutting down: they must not keep workers alive)."""
+        if any(job.future.cancelled() for job in self._pending):
+            kept = [job for job in self._pending if not job.future.cancelled()]
+            self._pending.clear()
+            self._pending.extend(kept)
 
     def _fail_all(self, reason: str) -> Settled:
         self.broken = reason
