@@ -26,6 +26,9 @@ __all__ = [
 ]
 
 
+_NS_LOCK = threading.Lock()
+
+
 def _readonly(name: str) -> property:
     return property(lambda self: self._fields[name], doc=f"{name} (read-only)")
 
@@ -53,7 +56,7 @@ class HookContext:
             setattr(self, name, fields.get(name))
         self._event_name = str(event) if event is not None else self._event
         self._metadata = metadata if metadata is not None else ExtensionState()
-        self._ns = threading.local()
+        self._ns_local: threading.local | None = None  # made when a handler first runs: most contexts see none
 
     @property
     def event(self) -> str:
@@ -70,19 +73,29 @@ class HookContext:
     @property
     def local(self) -> DotState:
         """This handler's private state; only inside a hook call (``with_namespace``)."""
-        ns = getattr(self._ns, "name", None)
+        ns = None if self._ns_local is None else getattr(self._ns_local, "name", None)
         if ns is None:
             raise ValueError("No hook namespace active")
         return self._metadata.ext(ns)
 
+    @property
+    def _ns(self) -> threading.local:
+        """The active namespace, per thread (created on first use, once, whichever threads race)."""
+        if self._ns_local is None:
+            with _NS_LOCK:
+                if self._ns_local is None:
+                    self._ns_local = threading.local()
+        return self._ns_local
+
     @contextlib.contextmanager
     def with_namespace(self, namespace: object) -> Iterator[HookContext]:
-        previous = getattr(self._ns, "name", None)
-        self._ns.name = str(namespace)
+        ns = self._ns
+        previous = getattr(ns, "name", None)
+        ns.name = str(namespace)
         try:
             yield self
         finally:
-            self._ns.name = previous
+            ns.name = previous
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"event": self.event}
