@@ -163,6 +163,8 @@ class RunConfig:
         updates = other.explicit()
         if not updates:  # a level that sets nothing (most do): the result would equal this one
             return self
+        if type(self) is type(other) and not self.explicit():  # this level sets nothing: it equals *other*
+            return other
         if self.llm_options and other.llm_options:
             updates["llm_options"] = {**self.llm_options, **other.llm_options}
         return dataclasses.replace(self, **updates)
