@@ -48,7 +48,8 @@ class HookContext:
     _event = "hook"
 
     def __init__(self, event: str | None = None, metadata: ExtensionState | None = None, **fields: Any) -> None:
-        unknown = set(fields) - set(self._readonly_fields) - set(self._rw_fields)
+        readonly, rw = self._readonly_fields, self._rw_fields
+        unknown = [name for name in fields if name not in readonly and name not in rw]  # no sets: a few names
         if unknown:
             raise TypeError(f"{type(self).__name__} got unexpected field(s): {', '.join(sorted(unknown))}")
         self._fields = {name: fields.get(name) for name in self._readonly_fields}
