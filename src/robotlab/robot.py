@@ -259,7 +259,7 @@ class Robot(RobotMessaging):
         Resolved before the run waits for the robot, so a bad option raises at once.
         """
         servers = self._select_mcp_servers(mcp)
-        run_overrides = RunConfig.from_options(overrides, where="robot.run()")
+        run_overrides = RunConfig.from_options(overrides, where="robot.run()") if overrides else None
         selected = self._select_tools(tools) if not servers else ToolManifest()  # with MCP: chosen once connected
         effective = self.effective_config(network, run_overrides)
         memory = memory if memory is not None else self.memory
@@ -387,21 +387,19 @@ class _RunScope:
     generator-based context managers per run.
     """
 
-    __slots__ = ("_enter", "_tokens")
+    __slots__ = ("_run", "_scope", "hooks", "ledger", "network", "registries", "robot")
 
     def __init__(self, registries: list[HookRegistry | None], hooks: Any, robot: Robot, network: Any,
                  ledger: Ledger | None) -> None:
-        self._enter = (registries, hooks, robot, network, ledger)
+        self.registries, self.hooks, self.robot, self.network, self.ledger = registries, hooks, robot, network, ledger
 
     def __enter__(self) -> None:
-        registries, hooks, robot, network, ledger = self._enter
-        scope = enter_hook_scope(registries, hooks)
-        self._tokens = scope, enter_run(robot, network, ledger)
+        self._scope = enter_hook_scope(self.registries, self.hooks)
+        self._run = enter_run(self.robot, self.network, self.ledger)
 
     def __exit__(self, *exc: Any) -> None:
-        scope, run = self._tokens
-        exit_run(run)
-        exit_hook_scope(scope)
+        exit_run(self._run)
+        exit_hook_scope(self._scope)
 
 
 def build(
