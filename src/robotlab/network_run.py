@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -203,7 +204,7 @@ class NetworkRun:
                 outcome.attempts += 1
                 try:
                     outcome.result = await Hooks.arun("task", ctx, self.registries, None,
-                                                      lambda: self._run_robot(task, prompt, robot_events))
+                                                      functools.partial(self._run_robot, task, prompt, robot_events))
                     break
                 except Exception as exc:
                     if outcome.attempts <= task.retries and retryable(exc):
