@@ -76,14 +76,14 @@ class Hooks:
         try:
             if not per_run_hooks and _unregistered(registries):
                 # No handler anywhere (the usual case): no before or around to look up, the body alone.
-                # After hooks are still looked up below: the body may have registered one.
                 result = await body()
             else:
                 Hooks.call(f"before_{family}", ctx, registries, per_run_hooks)
                 chain = Hooks.registrations(f"around_{family}", registries, per_run_hooks)
                 result = await _around_async(chain, f"around_{family}", ctx, body)
             Hooks.set_result(ctx, family, result)
-            Hooks.call(f"after_{family}", ctx, registries, per_run_hooks)
+            if per_run_hooks or not _unregistered(registries):  # looked at again: the body may have registered
+                Hooks.call(f"after_{family}", ctx, registries, per_run_hooks)
             return result
         except BaseException as exc:
             if hasattr(ctx, "error"):
