@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RunFrame", "active_run", "running"]
+__all__ = ["RunFrame", "active_run", "enter_run", "exit_run", "running"]
 
 
 @dataclass(frozen=True)
@@ -33,11 +33,20 @@ def active_run() -> RunFrame | None:
 @contextlib.contextmanager
 def running(robot: Any, network: Any, ledger: Any) -> Iterator[RunFrame]:
     """Mark *robot* as running (inside whatever run is active) for the duration of the block."""
-    parent = _active_run.get()
-    chain = (*parent.chain, robot) if parent is not None else (robot,)
-    frame = RunFrame(network, ledger, chain)
-    token = _active_run.set(frame)
+    token = enter_run(robot, network, ledger)
     try:
-        yield frame
+        yield token.var.get()
     finally:
         _active_run.reset(token)
+
+
+def enter_run(robot: Any, network: Any, ledger: Any) -> contextvars.Token:
+    """:func:`running` without the block: mark *robot* as running; ``exit_run(token)`` ends it."""
+    parent = _active_run.get()
+    chain = (*parent.chain, robot) if parent is not None else (robot,)
+    return _active_run.set(RunFrame(network, ledger, chain))
+
+
+def exit_run(token: contextvars.Token) -> None:
+    """End what :func:`enter_run` marked."""
+    _active_run.reset(token)

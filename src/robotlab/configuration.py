@@ -140,7 +140,7 @@ class RunConfig:
     @classmethod
     def from_options(cls, options: dict[str, Any], *, where: str) -> RunConfig:
         """Build from keyword options, naming the offending key when one is unknown."""
-        unknown = sorted(set(options) - set(cls.field_names()))
+        unknown = sorted(set(options).difference(_FIELD_NAMES if cls is RunConfig else cls.field_names()))
         if unknown:
             raise ConfigurationError(
                 f"unknown option{'s' if len(unknown) > 1 else ''} for {where}: {', '.join(unknown)}. "
@@ -150,13 +150,21 @@ class RunConfig:
 
     def explicit(self) -> dict[str, Any]:
         """The fields set at this level."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        names = _FIELD_NAMES if type(self) is RunConfig else self.field_names()
+        return {name: value for name in names if (value := getattr(self, name)) is not None}
 
     def merge(self, other: RunConfig | None) -> RunConfig:
-        """A new config: this one, overridden by what *other* sets. ``llm_options`` merge key-wise."""
+        """This config overridden by what *other* sets (a new one, or this one when *other* sets nothing).
+
+        ``llm_options`` merge key-wise.
+        """
         if other is None:
             return self
         updates = other.explicit()
+        if not updates:  # a level that sets nothing (most do): the result would equal this one
+            return self
+        if type(self) is type(other) and not self.explicit():  # this level sets nothing: it equals *other*
+            return other
         if self.llm_options and other.llm_options:
             updates["llm_options"] = {**self.llm_options, **other.llm_options}
         return dataclasses.replace(self, **updates)
@@ -166,6 +174,8 @@ class RunConfig:
         value = getattr(self, name)
         return self.DEFAULTS.get(name) if value is None else value
 
+
+_FIELD_NAMES = RunConfig.field_names()
 
 # ---------------------------------------------------------------------------
 # Global configuration

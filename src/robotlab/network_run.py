@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -203,7 +204,7 @@ class NetworkRun:
                 outcome.attempts += 1
                 try:
                     outcome.result = await Hooks.arun("task", ctx, self.registries, None,
-                                                      lambda: self._run_robot(task, prompt, robot_events))
+                                                      functools.partial(self._run_robot, task, prompt, robot_events))
                     break
                 except Exception as exc:
                     if outcome.attempts <= task.retries and retryable(exc):
@@ -232,14 +233,21 @@ class NetworkRun:
         return await run_on_pool(self.pool, task.robot, prompt, endpoints={"network": _RunEndpoint(self)},
                                  events=events, **options)
 
-    def _emitter(self, task: Task) -> EventEmitter:
-        """The events of *task* (numbered per task); they go nowhere unless the network is streamed."""
-        sink = self.events.sink if self.events is not None else _discard
-        return EventEmitter(sink, robot=task.robot.name, task=task.name)
+    def _emitter(self, task: Task) -> EventEmitter | _Unstreamed:
+        """The events of *task* (numbered per task); none are even made unless the network is streamed."""
+        if self.events is None:
+            return _UNSTREAMED
+        return EventEmitter(self.events.sink, robot=task.robot.name, task=task.name)
 
 
-def _discard(event: Any) -> None:
-    pass
+class _Unstreamed:
+    """A task's events when nobody streams the network: each ``emit`` does nothing."""
+
+    def emit(self, type_: str, result: Any = None, **data: Any) -> None:
+        pass
+
+
+_UNSTREAMED = _Unstreamed()
 
 
 class _RunEndpoint(Endpoint):

@@ -4,13 +4,14 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from robotlab.active_run import active_run, running
+from robotlab.active_run import active_run, enter_run, exit_run
 from robotlab.budget import Ledger
 from robotlab.compaction import estimate_tokens
 from robotlab.configuration import RunConfig, config
 from robotlab.errors import ConfigurationError, ToolLoopError
 from robotlab.events import Event, EventEmitter, stream_events
-from robotlab.hooks import HookRegistry, Hooks, LearnHookContext, RunHookContext, global_hooks, with_hook_scope
+from robotlab.hooks import HookRegistry, Hooks, LearnHookContext, RunHookContext, global_hooks
+from robotlab.hooks.scope import enter_hook_scope, exit_hook_scope
 from robotlab.llm import Model
 from robotlab.memory import Memory
 from robotlab.result import RobotResult
@@ -239,7 +240,7 @@ class Robot(RobotMessaging):
         registries = self._registries(network)
         self._refuse_reentry()
         async with self._run_gate:
-            with with_hook_scope(registries, hooks), running(self, network, budget_ledger):
+            with _RunScope(registries, hooks, self, network, budget_ledger):
                 self.check_runnable()
                 ledgers = [led for led in (self._ledger_for(ctx.config), budget_ledger) if led is not None]
                 run = RobotRun(self, ctx, selected, ctx.config, ledgers, registries, hooks, events)
@@ -258,7 +259,7 @@ class Robot(RobotMessaging):
         Resolved before the run waits for the robot, so a bad option raises at once.
         """
         servers = self._select_mcp_servers(mcp)
-        run_overrides = RunConfig.from_options(overrides, where="robot.run()")
+        run_overrides = RunConfig.from_options(overrides, where="robot.run()") if overrides else None
         selected = self._select_tools(tools) if not servers else ToolManifest()  # with MCP: chosen once connected
         effective = self.effective_config(network, run_overrides)
         memory = memory if memory is not None else self.memory
@@ -377,6 +378,28 @@ class Robot(RobotMessaging):
                 "or set ROBOTLAB_MODEL"
             )
         return cfg.model
+
+
+class _RunScope:
+    """``with with_hook_scope(registries, hooks), running(robot, network, ledger)`` in one plain object.
+
+    The same two context variables set and reset in the same order, without two
+    generator-based context managers per run.
+    """
+
+    __slots__ = ("_run", "_scope", "hooks", "ledger", "network", "registries", "robot")
+
+    def __init__(self, registries: list[HookRegistry | None], hooks: Any, robot: Robot, network: Any,
+                 ledger: Ledger | None) -> None:
+        self.registries, self.hooks, self.robot, self.network, self.ledger = registries, hooks, robot, network, ledger
+
+    def __enter__(self) -> None:
+        self._scope = enter_hook_scope(self.registries, self.hooks)
+        self._run = enter_run(self.robot, self.network, self.ledger)
+
+    def __exit__(self, *exc: Any) -> None:
+        exit_run(self._run)
+        exit_hook_scope(self._scope)
 
 
 def build(

@@ -99,12 +99,27 @@ def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return _local.get().run(_awaited(factory), context=contextvars.copy_context())
+        return _local.get().run(_awaited(factory), context=contextvars.copy_context()).value
     return _on_helper_thread(factory, contextvars.copy_context())
 
 
-async def _awaited(factory: Callable[[], Awaitable[T]]) -> T:
-    return await factory()
+class _Returned:
+    """What the coroutine returned, in a box whose ``repr`` does not show it.
+
+    On the main thread ``asyncio.Runner`` checks the SIGINT handler after the run,
+    and ``signal.getsignal`` formats the repr of that handler, which holds the
+    finished task, and with it the task's result: a network's result with every
+    task's conversation took tens of milliseconds to format, for nothing.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+async def _awaited(factory: Callable[[], Awaitable[T]]) -> _Returned:
+    return _Returned(await factory())
 
 
 def _on_helper_thread(factory: Callable[[], Awaitable[T]], context: contextvars.Context) -> T:

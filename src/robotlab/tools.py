@@ -34,6 +34,7 @@ and ``hooks``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import re
@@ -386,28 +387,29 @@ class Tool:
         A tool that raises, times out (``asyncio.TimeoutError``) or is cancelled by
         its own code fails as a sync tool does; cancelling the caller cancels it.
         """
-        import asyncio  # here, not at module level: workers import this module and rarely need asyncio
-
         ctx, registries, per_run, raising = self._call_context(args, raise_on_error, metadata)
-
-        async def body() -> Any:
-            try:
-                validated = self.validate(ctx.tool_args)
-                if self.is_async:
-                    ctx.tool_result = self._result(await self.execute(**validated))
-                else:
-                    ctx.tool_result = self._result(await in_thread(self.execute, **validated))
-            except asyncio.CancelledError as exc:
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
-                    raise  # the caller cancelled the run: not the tool's failure
-                self._failed(ctx, ToolError(f"cancelled: {exc}" if str(exc) else "cancelled"), raising)
-            except Exception as exc:
-                self._failed(ctx, exc, raising)
-            return ctx.tool_result
-
+        body = functools.partial(self._acall_body, ctx, raising)  # a partial: fewer live objects than a closure
         returned = await Hooks.arun("tool_call", ctx, registries, per_run, body)
         return ctx.tool_result if ctx.tool_result is not None else returned
+
+    async def _acall_body(self, ctx: ToolCallHookContext, raising: bool) -> Any:
+        """The body of :meth:`acall` inside the ``tool_call`` hooks: validate, execute, record the result."""
+        import asyncio  # here, not at module level: workers import this module and rarely need asyncio
+
+        try:
+            validated = self.validate(ctx.tool_args)
+            if self.is_async:
+                ctx.tool_result = self._result(await self.execute(**validated))
+            else:
+                ctx.tool_result = self._result(await in_thread(self.execute, **validated))
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the caller cancelled the run: not the tool's failure
+            self._failed(ctx, ToolError(f"cancelled: {exc}" if str(exc) else "cancelled"), raising)
+        except Exception as exc:
+            self._failed(ctx, exc, raising)
+        return ctx.tool_result
 
     def _call_context(self, args: Mapping[str, Any] | None, raise_on_error: bool | None,
                       metadata: ExtensionState | None) -> tuple[ToolCallHookContext, list[Any], Any, bool]:

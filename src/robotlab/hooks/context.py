@@ -26,6 +26,9 @@ __all__ = [
 ]
 
 
+_NS_LOCK = threading.Lock()
+
+
 def _readonly(name: str) -> property:
     return property(lambda self: self._fields[name], doc=f"{name} (read-only)")
 
@@ -45,7 +48,8 @@ class HookContext:
     _event = "hook"
 
     def __init__(self, event: str | None = None, metadata: ExtensionState | None = None, **fields: Any) -> None:
-        unknown = set(fields) - set(self._readonly_fields) - set(self._rw_fields)
+        readonly, rw = self._readonly_fields, self._rw_fields
+        unknown = [name for name in fields if name not in readonly and name not in rw]  # no sets: a few names
         if unknown:
             raise TypeError(f"{type(self).__name__} got unexpected field(s): {', '.join(sorted(unknown))}")
         self._fields = {name: fields.get(name) for name in self._readonly_fields}
@@ -53,7 +57,7 @@ class HookContext:
             setattr(self, name, fields.get(name))
         self._event_name = str(event) if event is not None else self._event
         self._metadata = metadata if metadata is not None else ExtensionState()
-        self._ns = threading.local()
+        self._ns_local: threading.local | None = None  # made when a handler first runs: most contexts see none
 
     @property
     def event(self) -> str:
@@ -70,19 +74,29 @@ class HookContext:
     @property
     def local(self) -> DotState:
         """This handler's private state; only inside a hook call (``with_namespace``)."""
-        ns = getattr(self._ns, "name", None)
+        ns = None if self._ns_local is None else getattr(self._ns_local, "name", None)
         if ns is None:
             raise ValueError("No hook namespace active")
         return self._metadata.ext(ns)
 
+    @property
+    def _ns(self) -> threading.local:
+        """The active namespace, per thread (created on first use, once, whichever threads race)."""
+        if self._ns_local is None:
+            with _NS_LOCK:
+                if self._ns_local is None:
+                    self._ns_local = threading.local()
+        return self._ns_local
+
     @contextlib.contextmanager
     def with_namespace(self, namespace: object) -> Iterator[HookContext]:
-        previous = getattr(self._ns, "name", None)
-        self._ns.name = str(namespace)
+        ns = self._ns
+        previous = getattr(ns, "name", None)
+        ns.name = str(namespace)
         try:
             yield self
         finally:
-            self._ns.name = previous
+            ns.name = previous
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"event": self.event}

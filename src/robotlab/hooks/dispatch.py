@@ -74,11 +74,16 @@ class Hooks:
         of the chain on this event loop.
         """
         try:
-            Hooks.call(f"before_{family}", ctx, registries, per_run_hooks)
-            chain = Hooks.registrations(f"around_{family}", registries, per_run_hooks)
-            result = await _around_async(chain, f"around_{family}", ctx, body)
+            if not per_run_hooks and _unregistered(registries):
+                # No handler anywhere (the usual case): no before or around to look up, the body alone.
+                result = await body()
+            else:
+                Hooks.call(f"before_{family}", ctx, registries, per_run_hooks)
+                chain = Hooks.registrations(f"around_{family}", registries, per_run_hooks)
+                result = await _around_async(chain, f"around_{family}", ctx, body)
             Hooks.set_result(ctx, family, result)
-            Hooks.call(f"after_{family}", ctx, registries, per_run_hooks)
+            if per_run_hooks or not _unregistered(registries):  # looked at again: the body may have registered
+                Hooks.call(f"after_{family}", ctx, registries, per_run_hooks)
             return result
         except BaseException as exc:
             if hasattr(ctx, "error"):
@@ -153,6 +158,14 @@ class Hooks:
         name = _RESULT_FIELD.get(family)
         if name is not None and hasattr(ctx, name):
             setattr(ctx, name, result)
+
+
+def _unregistered(registries: Registries) -> bool:
+    """Whether no registry holds a registration (so no hook of any name can fire)."""
+    for registry in registries:
+        if registry is not None and (type(registry) is not HookRegistry or registry._registrations):
+            return False
+    return True
 
 
 def _link(registration: Registration, hook_name: str, ctx: Any, inner: Callable[[], Any]) -> Callable[[], Any]:

@@ -29,18 +29,27 @@ _scope: contextvars.ContextVar[HookScope | None] = contextvars.ContextVar("robot
 @contextlib.contextmanager
 def with_hook_scope(registries: Sequence[Any], per_run_hooks: Any = None) -> Iterator[HookScope]:
     """Publish the active run's registries and per-run hooks for the duration of the block."""
+    token = enter_hook_scope(registries, per_run_hooks)
+    try:
+        yield token.var.get()
+    finally:
+        _scope.reset(token)
+
+
+def enter_hook_scope(registries: Sequence[Any], per_run_hooks: Any = None) -> contextvars.Token:
+    """:func:`with_hook_scope` without the block: publish the scope; ``exit_hook_scope(token)`` ends it."""
     if per_run_hooks is None:
         per_run: tuple[type, ...] = ()
     elif isinstance(per_run_hooks, type):
         per_run = (per_run_hooks,)
     else:
         per_run = tuple(per_run_hooks)
-    scope = HookScope(tuple(registries), per_run)
-    token = _scope.set(scope)
-    try:
-        yield scope
-    finally:
-        _scope.reset(token)
+    return _scope.set(HookScope(tuple(registries), per_run))
+
+
+def exit_hook_scope(token: contextvars.Token) -> None:
+    """End the scope :func:`enter_hook_scope` published."""
+    _scope.reset(token)
 
 
 def current_hook_scope() -> HookScope | None:
