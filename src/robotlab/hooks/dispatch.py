@@ -163,7 +163,7 @@ class Hooks:
 def _unregistered(registries: Registries) -> bool:
     """Whether no registry holds a registration (so no hook of any name can fire)."""
     for registry in registries:
-        if registry is not None and (type(registry) is not HookRegistry or registry._registrations):
+        if registry is not None and (type(registry) is not HookRegistry or not registry.is_empty()):
             return False
     return True
 

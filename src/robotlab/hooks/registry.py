@@ -59,6 +59,10 @@ class HookRegistry:
         with self._lock:
             return [r for r in self._registrations if r.handler_class.implements(hook_name)]
 
+    def is_empty(self) -> bool:
+        """Whether nothing is registered here (read without the lock: a racing ``on`` may not show yet)."""
+        return not self._registrations
+
     def registrations(self) -> list[Registration]:
         """Every registration (a copy)."""
         with self._lock:

@@ -13,13 +13,15 @@ with :data:`NO_MAIN_GUARD_EXIT` was importing a main script that creates a pool.
 from __future__ import annotations
 
 import contextlib
+import logging
+import sys
 from typing import Any
 
 from robotlab.errors import Error, JobFailed, WireError
 from robotlab.parallel import wire
 
-__all__ = ["NO_MAIN_GUARD_EXIT", "STOP", "RemoteTraceback", "call_reply", "job_frame", "outcome_of",
-           "undecodable_reply"]
+__all__ = ["NO_MAIN_GUARD_EXIT", "STOP", "RemoteTraceback", "call_reply", "job_frame", "log_here", "outcome_of",
+           "undecodable_reply", "unguarded_main_reason"]
 
 # The frame that tells a worker to stop. Pickled: a subinterpreter cannot load msgspec.
 STOP = wire.encode(None, msgpack=False)
@@ -70,6 +72,22 @@ def call_reply(request_id: int, outcome: Any) -> bytes:
     except WireError as exc:
         ok, body = False, wire.encode((None, "WireError", str(exc)), msgpack=False)
     return wire.encode(("reply", request_id, ok, body), msgpack=False)
+
+
+def log_here(fields: dict) -> None:
+    """Hand a worker's log record (its ``__dict__``, as sent) to this process's handlers of its logger."""
+    record = logging.makeLogRecord(fields)
+    target = logging.getLogger(record.name)
+    if target.isEnabledFor(record.levelno):
+        target.handle(record)
+
+
+def unguarded_main_reason() -> str:
+    """Why the pool is broken when a worker exited with :data:`NO_MAIN_GUARD_EXIT`."""
+    main = getattr(sys.modules.get("__main__"), "__file__", "the main script")
+    return (f"WorkerPool is broken: its worker processes start by importing {main}, and that creates a "
+            "WorkerPool again. Put the code that creates the pool (and the rest of the script's work) under "
+            "`if __name__ == \"__main__\":`, as for ProcessPoolExecutor")
 
 
 def _rebuild_error(target: str, frame: bytes | None, type_name: str, message: str, tb_text: str) -> BaseException:

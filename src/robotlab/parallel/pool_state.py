@@ -17,7 +17,7 @@ from typing import Any
 
 from robotlab.parallel.endpoints import Endpoint
 
-__all__ = ["Job", "PoolFuture", "PoolWorker", "close_endpoints"]
+__all__ = ["Job", "PoolFuture", "PoolWorker", "close_endpoints", "settle"]
 
 logger = logging.getLogger("robotlab.parallel")
 
@@ -102,3 +102,23 @@ def close_endpoints(future: Future) -> None:
                 endpoint.close()
             except Exception:
                 logger.exception("closing the %s endpoint of %s failed", type(endpoint).__name__, job.target)
+
+
+def settle(settled: list[tuple[Future, Any]]) -> None:
+    """Give each future its outcome (a value, or an exception to raise), after closing its job's endpoints.
+
+    Call it outside the pool's lock: done-callbacks may submit more work, and memory
+    subscriptions and models may run any code. *settled* is emptied as it goes, and no name
+    here holds a result once its future has it: a caller that drops the result frees it
+    (CPython issue 14406).
+    """
+    settled.reverse()
+    while settled:
+        future, outcome = settled.pop()
+        close_endpoints(future)
+        if not future.done():
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+        del future, outcome

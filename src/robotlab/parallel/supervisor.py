@@ -20,7 +20,6 @@ import logging
 import math
 import multiprocessing
 import selectors
-import sys
 import threading
 import time
 from concurrent.futures import CancelledError, Future
@@ -29,7 +28,7 @@ from typing import Any
 from robotlab.errors import Error, JobTimeout, WireError, WorkerCrashed
 from robotlab.parallel import pool_protocol, wire
 from robotlab.parallel.endpoints import answer
-from robotlab.parallel.pool_state import Job, PoolWorker, close_endpoints
+from robotlab.parallel.pool_state import Job, PoolWorker, close_endpoints, settle
 from robotlab.parallel.scheduling import SchedulingPolicy
 from robotlab.parallel.worker_set import WorkerSet
 
@@ -204,10 +203,7 @@ class Supervisor:
     def _on_message(self, worker: PoolWorker, message: tuple) -> Settled:
         tag = message[0]
         if tag == "log":
-            record = logging.makeLogRecord(message[1])
-            target = logging.getLogger(record.name)
-            if target.isEnabledFor(record.levelno):
-                target.handle(record)
+            pool_protocol.log_here(message[1])
             return []
         if tag == "ready":
             worker.ready, self._start_failures = True, 0
@@ -252,11 +248,7 @@ class Supervisor:
             settled.append((job.future, error))
         if not worker.ready and self.broken is None:
             if worker.handle.exitcode == pool_protocol.NO_MAIN_GUARD_EXIT:
-                main = getattr(sys.modules.get("__main__"), "__file__", "the main script")
-                settled += self._fail_all(
-                    f"WorkerPool is broken: its worker processes start by importing {main}, and that creates a "
-                    "WorkerPool again. Put the code that creates the pool (and the rest of the script's work) under "
-                    "`if __name__ == \"__main__\":`, as for ProcessPoolExecutor")
+                settled += self._fail_all(pool_protocol.unguarded_main_reason())
             else:
                 self._start_failures += 1
                 if self._start_failures >= _MAX_START_FAILURES:
@@ -372,19 +364,8 @@ class Supervisor:
     # -- settling futures and answering calls (outside the lock) ---------------------------------
 
     def settle(self, settled: Settled) -> None:
-        # Done-callbacks may submit more work, and memory subscriptions and models may run any
-        # code. *settled* is emptied as it goes, and no name here holds a result once its future
-        # has it: a caller that drops the result frees it (CPython issue 14406).
-        settled.reverse()
-        while settled:
-            future, outcome = settled.pop()
-            close_endpoints(future)
-            if not future.done():
-                if isinstance(outcome, BaseException):
-                    future.set_exception(outcome)
-                else:
-                    future.set_result(outcome)
-            del future, outcome
+        """Settle *settled* (see ``pool_state.settle``), then answer the calls jobs made meanwhile."""
+        settle(settled)
         while self._calls:
             try:
                 worker, request = self._calls.popleft()
