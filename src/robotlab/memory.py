@@ -162,6 +162,16 @@ class StateProxy:
         return f"StateProxy({self.to_dict()!r})"
 
 
+def data_contents(values: Mapping[str, Any] | StateProxy) -> dict[str, Any]:
+    """What ``memory.data = values`` stores, for every backend: a copy with ``str`` keys.
+
+    (Not a StateProxy method: its attributes are the data's keys.) ``TypeError`` if not a mapping.
+    """
+    if not isinstance(values, (Mapping, StateProxy)):
+        raise TypeError(f"memory.data must be a mapping, got {type(values).__name__}")
+    return {str(k): v for k, v in (values.to_dict() if isinstance(values, StateProxy) else values).items()}
+
+
 class Memory(MemorySubscriptions, WaitingReads, DocumentStorage):
     """Reactive key/value store. Keys are strings (others are converted with ``str()``).
 
@@ -205,9 +215,7 @@ class Memory(MemorySubscriptions, WaitingReads, DocumentStorage):
 
     @data.setter
     def data(self, values: Mapping[str, Any]) -> None:
-        if not isinstance(values, (Mapping, StateProxy)):
-            raise TypeError(f"memory.data must be a mapping, got {type(values).__name__}")
-        new = {str(k): v for k, v in (values.to_dict() if isinstance(values, StateProxy) else values).items()}
+        new = data_contents(values)
         with self._lock:
             self._data.clear()
             self._data.update(new)

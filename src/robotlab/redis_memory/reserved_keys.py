@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from robotlab.memory import StateProxy
+from robotlab.memory import data_contents
 from robotlab.redis_memory.link import RedisLink
 from robotlab.redis_memory.structures import RedisList, RedisStateProxy
 
@@ -34,10 +34,7 @@ class RedisReservedKeys:
 
     @data.setter
     def data(self, values: Mapping[str, Any]) -> None:
-        if not isinstance(values, (Mapping, StateProxy)):
-            raise TypeError(f"memory.data must be a mapping, got {type(values).__name__}")
-        new = {str(k): v for k, v in (values.to_dict() if isinstance(values, StateProxy) else values).items()}
-        self._proxy._data.replace(new)
+        self._proxy._data.replace(data_contents(values))
 
     @property
     def results(self) -> RedisList:
