@@ -124,21 +124,8 @@ class Network:
                 )
         order: list[str] = []
         state: dict[str, int] = {}  # 1 = visiting, 2 = done
-
-        def visit(name: str, path: list[str]) -> None:
-            if state.get(name) == 2:
-                return
-            if state.get(name) == 1:
-                cycle = [*path[path.index(name):], name]
-                raise ConfigurationError(f"network {self.name!r} has a dependency cycle: {' -> '.join(cycle)}")
-            state[name] = 1
-            for dep in self._tasks[name].dependencies:
-                visit(dep, [*path, name])
-            state[name] = 2
-            order.append(name)
-
         for name in self._tasks:
-            visit(name, [])
+            _visit(self, name, [], state, order)
         return order
 
     def activate(self, name: str) -> None:
@@ -261,3 +248,20 @@ def create_network(
     """
     return Network(name, concurrency=concurrency, config=config, parallel_mode=parallel_mode, memory=memory)
 
+
+def _visit(network: Network, name: str, path: list[str], state: dict[str, int], order: list[str]) -> None:
+    """Depth-first: append *name* to *order* after its dependencies; raise on a cycle.
+
+    A module function, not a closure in ``validate``: a recursive closure is a reference
+    cycle that would keep the network alive until the cyclic GC ran.
+    """
+    if state.get(name) == 2:
+        return
+    if state.get(name) == 1:
+        cycle = [*path[path.index(name):], name]
+        raise ConfigurationError(f"network {network.name!r} has a dependency cycle: {' -> '.join(cycle)}")
+    state[name] = 1
+    for dep in network._tasks[name].dependencies:
+        _visit(network, dep, [*path, name], state, order)
+    state[name] = 2
+    order.append(name)

@@ -79,7 +79,7 @@ class RobotRun:
         self.registries = registries
         self.per_run = per_run
         self.events = events
-        self._doom_loop = _DoomLoopWatch(self)
+        self._doom_loop = _DoomLoopWatch(cfg.get("doom_loop_threshold"))
         self.result = RobotResult(robot_name=robot.name)  # filled in as the run goes
         self._started = time.perf_counter()
 
@@ -169,7 +169,7 @@ class RobotRun:
         result.tool_calls.extend(records)
         for record in records:
             text = _as_text(record.result)
-            warning = self._doom_loop.observe(record.name)
+            warning = self._doom_loop.observe(self, record.name)
             if warning:
                 text = f"{text}\n\n{warning}"
             self.robot._messages.append(tool_message(record.id, text))
@@ -259,12 +259,11 @@ class RobotRun:
 class _DoomLoopWatch:
     """The run's doom-loop detector, and what happens on a detection (hook, event, warning text)."""
 
-    def __init__(self, run: RobotRun) -> None:
-        self.run = run
-        self.detector = DoomLoopDetector(run.cfg.get("doom_loop_threshold"))
+    def __init__(self, threshold: int) -> None:  # no reference to the run: no cycle for the GC to find
+        self.detector = DoomLoopDetector(threshold)
 
-    def observe(self, tool_name: str) -> str:
-        """Track one completed call; the warning to append to its result ("" when there is no loop)."""
+    def observe(self, run: RobotRun, tool_name: str) -> str:
+        """Track one completed call of *run*; the warning to append to its result ("" when there is no loop)."""
         detector = self.detector
         if detector.threshold < 1:
             return ""
@@ -272,7 +271,6 @@ class _DoomLoopWatch:
         pattern = detector.pattern()
         if not pattern:
             return ""
-        run = self.run
         ctx = DoomLoopHookContext(robot=run.robot, tool_name=tool_name, pattern=tuple(pattern),
                                   sequence=tuple(detector.sequence), warning=detector.warning_message())
         Hooks.call("on_doom_loop", ctx, run.registries, run.per_run)
