@@ -237,7 +237,7 @@ class Tool:
         parallel_safe: run on the worker pool (``ractor_safe`` is an alias). Inherited.
         raise_on_error: re-raise instead of returning ``Error (<name>): ...`` text.
 
-    An instance carries ``robot`` (its owner, or ``None``) and ``memory``.
+    An instance carries ``robot`` (its owner, held weakly; ``None`` without one) and ``memory``.
     """
 
     name: ClassVar[str] = "tool"
