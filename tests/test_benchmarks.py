@@ -8,7 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from benchmarks import _backends, _report, boundary, fanout, network_io_scale, overhead, robot_fanout, startup
+from benchmarks import (
+    _backends,
+    _report,
+    boundary,
+    fanout,
+    network_io_scale,
+    overhead,
+    robot_fanout,
+    round_trip_versions,
+    startup,
+)
 
 RL, PPE, MP = "robotlab WorkerPool", "ProcessPoolExecutor", "multiprocessing.Pool"
 RL_SUB = "robotlab WorkerPool (subinterpreter)"
@@ -67,6 +77,15 @@ def says_whether_subinterpreters_ran(figures: dict, output: str) -> None:
     else:
         assert figures["subinterpreters"].startswith("not run: ")
         assert "subinterpreter backend: NOT run on this interpreter: DependencyError: " in output
+
+
+def test_round_trip_versions_quick(capsys):
+    # HEAD against the working tree: the export, the build of its extension and both rounds run.
+    figures = round_trip_versions.main(quick=True, before="HEAD")
+    check_figures(figures, "round_trip_versions", {"before (HEAD)", "this checkout", "after_over_before"},
+                  {"ratio_within_5pct"})
+    assert figures["rounds"] == 1
+    assert "robotlab / PPE" in capsys.readouterr().out
 
 
 def test_overhead_quick(capsys):
