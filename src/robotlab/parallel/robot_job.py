@@ -189,6 +189,7 @@ async def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Seq
         endpoints["network_ledger"] = LedgerEndpoint(budget_ledger)
     if events is not None:
         endpoints["events"] = _EventsEndpoint(events)
+    endpoints["human"] = _HumanEndpoint(robot, network, events)  # ask_user in the worker asks here
     output = None
     if effective.output_type is not None:
         from robotlab.parallel.robot_output import OutputEndpoint
@@ -226,6 +227,27 @@ class _EventsEndpoint(Endpoint):
             raise self.unknown(op)
         type_, data = args
         self._events.emit(type_, **thaw_json(data))
+
+
+class _HumanEndpoint(Endpoint):
+    """Where ``ask_user`` in a worker asks: through the parent's robot (its streams or handler, hooks, events)."""
+
+    def __init__(self, robot: Robot, network: Any, events: EventEmitter | None) -> None:
+        self._robot, self._network, self._events = robot, network, events
+
+    def blocks(self, op: str, args: tuple) -> bool:
+        return True  # a person may take their time: never hold up the pool
+
+    def handle(self, op: str, args: tuple, still_waiting: Any) -> Any:
+        if op != "ask":
+            raise self.unknown(op)
+        from robotlab.human_input import Question, ask
+        from robotlab.sync_bridge import run_sync
+
+        text, choices, default = args
+        question = Question(text, tuple(choices or ()), default, self._robot.name)
+        return run_sync(lambda: ask(self._robot, question, events=self._events,
+                                    registries=self._robot._registries(self._network)))
 
 
 _checked: weakref.WeakKeyDictionary[Any, set[RobotSpec]] = weakref.WeakKeyDictionary()
