@@ -14,6 +14,7 @@ from robotlab.human_input import MAX_ATTEMPTS, Question, read_answer
 from robotlab.llm import ScriptedModel, call
 from robotlab.parallel import shutdown_pool
 from robotlab.parallel.subinterpreter_backend import load_interpreters
+from tests.doc_blocks import python_blocks, run_block
 
 try:
     load_interpreters()
@@ -161,3 +162,9 @@ def test_a_robot_in_a_worker_asks_and_the_parent_answers(mode):
     robot.ask_user_handler = lambda question: where.append(os.getpid()) or "tea"
     assert net.run("drink?").value == "answer: tea"
     assert where == [os.getpid()]
+
+
+@pytest.mark.parametrize("index", [i for i, code in enumerate(python_blocks("docs/robots-and-tools.md"))
+                                   if "ask_user" in code])
+def test_the_ask_user_example_of_the_robots_page_runs(index):
+    run_block("docs/robots-and-tools.md", index)

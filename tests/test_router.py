@@ -12,6 +12,7 @@ from robotlab.errors import DependencyError
 from robotlab.llm import ScriptedModel
 from robotlab.parallel import shutdown_pool
 from robotlab.parallel.subinterpreter_backend import load_interpreters
+from tests.doc_blocks import python_blocks, run_block
 
 try:
     load_interpreters()
@@ -154,3 +155,8 @@ def test_router_networks_refuse_bad_configuration():
     net.task("b", echoing("b"), depends_on=["a"])
     with pytest.raises(ConfigurationError, match="has a router: its tasks take no depends_on"):
         net.run("x")
+
+
+@pytest.mark.parametrize("index", [i for i, code in enumerate(python_blocks("docs/networks.md")) if "router=" in code])
+def test_the_router_examples_of_the_networks_page_run(index):
+    run_block("docs/networks.md", index)
