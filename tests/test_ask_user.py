@@ -14,6 +14,7 @@ from robotlab.human_input import MAX_ATTEMPTS, Question, read_answer
 from robotlab.llm import ScriptedModel, call
 from robotlab.parallel import shutdown_pool
 from robotlab.parallel.subinterpreter_backend import load_interpreters
+from tests import backends
 from tests.doc_blocks import python_blocks, run_block
 
 try:
@@ -144,7 +145,14 @@ def _worker_mode(mode):
     return pytest.param(mode)
 
 
-@pytest.mark.parametrize("mode", [_worker_mode("process"), _worker_mode("subinterpreter")])
+@pytest.fixture(params=[_worker_mode("process"), _worker_mode("subinterpreter"), "ray"])
+def mode(request):
+    if request.param == "ray":  # skipped with the DependencyError where Ray is missing (failed if required)
+        backends.use("ray")
+        request.getfixturevalue("ray_cluster")  # the session's Ray, else robotlab would start one of its own
+    return request.param
+
+
 def test_a_robot_in_a_worker_asks_and_the_parent_answers(mode):
     robot = asking(choices=["tea", "coffee"])
     robot.input, robot.output = io.StringIO("2\n"), io.StringIO()

@@ -12,6 +12,7 @@ from robotlab.errors import DependencyError
 from robotlab.llm import ScriptedModel
 from robotlab.parallel import shutdown_pool
 from robotlab.parallel.subinterpreter_backend import load_interpreters
+from tests import backends
 from tests.doc_blocks import python_blocks, run_block
 
 try:
@@ -50,7 +51,14 @@ def support_desk(mode="thread", **options):
     return net
 
 
-@pytest.mark.parametrize("mode", ["thread", _worker_mode("process"), _worker_mode("subinterpreter")])
+@pytest.fixture(params=["thread", _worker_mode("process"), _worker_mode("subinterpreter"), "ray"])
+def mode(request):
+    if request.param == "ray":  # skipped with the DependencyError where Ray is missing (failed if required)
+        backends.use("ray")
+        request.getfixturevalue("ray_cluster")  # the session's Ray, else robotlab would start one of its own
+    return request.param
+
+
 def test_a_robot_router_classifies_then_the_robot_it_names_runs(mode):
     result = support_desk(mode).run("I was charged twice")
 
@@ -60,6 +68,16 @@ def test_a_robot_router_classifies_then_the_robot_it_names_runs(mode):
     # The routed robot's prompt carries the step before it, as a dependency's answer would.
     assert result["billing"].result.messages[-2]["content"].endswith("[classifier] billing")
     assert support_desk(mode).run("my screen is blank").value == "technical: my screen is blank"
+
+
+def test_a_robot_routers_answer_may_name_several_robots_loosely_or_none():
+    answers = iter(["Billing, 'technical'.", "none"])
+    classifier = robotlab.build(name="classifier", model=ScriptedModel(lambda m, t: next(answers)))
+    net = robotlab.create_network(name="desk", router=classifier)
+    net.task("billing", echoing("billing"))
+    net.task("technical", echoing("technical"))
+    assert list(net.run("both?").tasks) == ["classifier", "billing", "technical"]
+    assert list(net.run("neither?").tasks) == ["classifier"]
 
 
 def test_a_callable_router_sees_its_args_and_a_list_runs_one_robot_after_another():

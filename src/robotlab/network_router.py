@@ -85,9 +85,10 @@ Router = Callable[[RouterArgs], Route | Awaitable[Route]] | Robot
 def robot_router(robot: Robot) -> Callable[[RouterArgs], Route]:
     """The router a Robot given as ``router=`` stands for: classify, then route.
 
-    *robot* runs first; its answer (text, stripped; several names separated by
-    commas) names the robot(s) to run next, and the run ends after them. An
-    answer of ``none`` (any case) or an empty one ends the run at once.
+    *robot* runs first; its answer names the robot(s) to run next (a task or
+    robot name in any case, without surrounding quotes or a final period;
+    several separated by commas), and the run ends after them. An answer of
+    ``none`` or an empty one ends the run at once.
     """
 
     def route(args: RouterArgs) -> Route:
@@ -95,9 +96,13 @@ def robot_router(robot: Robot) -> Callable[[RouterArgs], Route]:
             return robot
         if args.last_result is None or args.last_result.robot_name != robot.name:
             return None
-        text = (args.last_result.last_text_content or "").strip()
-        names = [n.strip() for n in text.split(",") if n.strip()]
-        return None if not names or [n.lower() for n in names] == ["none"] else names
+        text = args.last_result.last_text_content or ""
+        names = [n.strip().strip("'\"`.").strip() for n in text.split(",")]
+        names = [n for n in names if n]
+        if not names or [n.casefold() for n in names] == ["none"]:
+            return None
+        known = {k.casefold(): k for t in args.network.tasks.values() for k in (t.robot.name, t.name)}
+        return [known.get(n.casefold(), n) for n in names]
 
     return route
 

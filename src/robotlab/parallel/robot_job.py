@@ -189,7 +189,8 @@ async def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Seq
         endpoints["network_ledger"] = LedgerEndpoint(budget_ledger)
     if events is not None:
         endpoints["events"] = _EventsEndpoint(events)
-    endpoints["human"] = _HumanEndpoint(robot, network, events)  # ask_user in the worker asks here
+    if _asks_user(robot):
+        endpoints["human"] = _HumanEndpoint(robot, network, events)  # ask_user in the worker asks here
     output = None
     if effective.output_type is not None:
         from robotlab.parallel.robot_output import OutputEndpoint
@@ -227,6 +228,12 @@ class _EventsEndpoint(Endpoint):
             raise self.unknown(op)
         type_, data = args
         self._events.emit(type_, **thaw_json(data))
+
+
+def _asks_user(robot: Robot) -> bool:
+    from robotlab.human_input import AskUser
+
+    return any(isinstance(t, AskUser) for t in robot.tools)
 
 
 class _HumanEndpoint(Endpoint):
