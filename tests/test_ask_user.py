@@ -12,7 +12,7 @@ from robotlab.errors import DependencyError
 from robotlab.hooks import Hook
 from robotlab.human_input import MAX_ATTEMPTS, Question, read_answer
 from robotlab.llm import ScriptedModel, call
-from robotlab.parallel import shutdown_pool
+from robotlab.parallel import WorkerPool, shutdown_pool
 from robotlab.parallel.subinterpreter_backend import load_interpreters
 from tests import backends
 from tests.doc_blocks import python_blocks, run_block
@@ -170,9 +170,17 @@ def test_a_robot_in_a_worker_asks_and_the_parent_answers(mode):
     robot.ask_user_handler = lambda question: where.append(os.getpid()) or "tea"
     assert net.run("drink?").value == "answer: tea"
     assert where == [os.getpid()]
+    robot.ask_user_handler = lambda question: "juice"  # the parent's AskUserError reaches the worker's tool
+    assert net.run("drink?").value.startswith("answer: Error (ask_user): 'juice' is not a valid answer")
 
 
 @pytest.mark.parametrize("index", [i for i, code in enumerate(python_blocks("docs/robots-and-tools.md"))
                                    if "ask_user" in code])
 def test_the_ask_user_example_of_the_robots_page_runs(index):
     run_block("docs/robots-and-tools.md", index)
+
+
+def test_a_bare_pool_job_cannot_ask_and_says_why():
+    with WorkerPool(size=1, backend="thread") as pool:
+        with pytest.raises(robotlab.ToolError, match="ask_user cannot ask from a bare pool job"):
+            pool.submit_tool(AskUser, {"question": "Anyone?"}).result()

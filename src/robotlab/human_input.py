@@ -19,8 +19,8 @@ gets a :class:`Question` and returns the answer (a choice's number or text
 with choices; ``None`` for the default). Every question fires the ``hitl``
 hook family (:class:`~robotlab.hooks.HitlHookContext`; a ``before_hitl``
 handler may answer it) and, when the run is streamed, the ``hitl.requested`` /
-``hitl.resolved`` events. In a worker (``parallel_mode="process"`` or
-``"subinterpreter"``), the question goes to the parent, which asks through the
+``hitl.resolved`` events. In a worker (``parallel_mode="process"``,
+``"subinterpreter"`` or ``"ray"``), the question goes to the parent, which asks through the
 parent's robot: its streams, handler, hooks and the network's events.
 
 Example:
@@ -178,10 +178,15 @@ class AskUser(Tool):
 
 
 def _parent() -> Any:
-    """The parent's ``human`` endpoint when this runs in a job on a worker pool, else None."""
+    """The parent's ``human`` endpoint when this runs in a job on a worker pool, else None (this is the parent)."""
     from robotlab.parallel.parent_calls import endpoint
 
     try:
-        return endpoint("human")
+        remote = endpoint("human")
     except Error:  # not in a job: this process is the parent
         return None
+    if remote is None:
+        raise AskUserError("ask_user cannot ask from a bare pool job (pool.submit_tool, pool.submit): only a "
+                           "robot's run on a pool (a network task in a worker mode) asks in the parent; "
+                           "call the tool in this process instead")
+    return remote

@@ -49,7 +49,7 @@ PARALLEL_MODES = ("thread", "process", "subinterpreter", "ray")
 
 
 class Network:
-    """A DAG of tasks. Build with :func:`create_network`, add tasks, then ``run()``."""
+    """A DAG of tasks (or, with ``router=``, robots a router picks). Build with :func:`create_network`."""
 
     def __init__(
         self,

@@ -15,7 +15,8 @@ its tool loop there. What runs where:
   stay in one process and any model object works, a ``ScriptedModel``
   function included), the budget ledgers (so parallel robots cannot overspend
   a shared budget), the memory (so subscriptions and blocking reads fire as in
-  thread mode), and a network's ``network_run`` and ``task`` hooks.
+  thread mode), a network's ``network_run`` and ``task`` hooks, and
+  ``ask_user`` questions (the parent's robot asks, with its ``hitl`` hooks).
 
 The robot's conversation and learnings travel with the spec and come back
 with the result, so a robot behaves as in thread mode from one task to the next.
