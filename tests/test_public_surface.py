@@ -13,13 +13,16 @@ import robotlab
 # A change here is a change of the public API: deliberate, and in the docs.
 PUBLIC = {
     "robotlab": [
-        "AgentSkill", "AgentSkillCatalog", "AwaitTimeout", "BoundaryError", "BudgetExceeded", "Bus", "BusError",
+        "AgentSkill", "AgentSkillCatalog", "AskUser", "AskUserError", "AwaitTimeout", "BoundaryError",
+        "BudgetExceeded", "Bus", "BusError",
         "Capabilities", "CompactionHookContext", "Config", "ConfigurationError", "DelegationFuture",
         "DelegationTimeout", "DependencyError", "DoomLoopHookContext", "DotState", "Error", "ExtensionState",
-        "Hook", "HookContext", "HookRegistry", "Hooks", "InferenceError", "JobFailed", "JobTimeout", "LearnHookContext",
+        "HitlHookContext", "Hook", "HookContext", "HookRegistry", "Hooks", "InferenceError", "JobFailed",
+        "JobTimeout", "LearnHookContext",
         "LlmGenerationHookContext", "MCPClient", "MCPError", "MCPServer", "Memory", "Narrator", "Network",
         "NetworkResult", "NetworkRunHookContext", "OutputValidationError", "RactorBoundaryError", "RedisMemory",
-        "Registration", "Robot", "RobotMessage", "RobotResult", "RunConfig", "RunHookContext", "ScriptTool",
+        "Registration", "Robot", "RobotMessage", "RobotResult", "RouterArgs", "RouterError", "RouterLoopError",
+        "RunConfig", "RunHookContext", "ScriptTool",
         "StateProxy", "Task", "TaskHookContext", "TimeoutExecutor", "Tool", "ToolCallHookContext", "ToolError",
         "ToolLoopError", "ToolManifest", "ToolNotFoundError", "WireError", "WorkerCrashed", "__version__", "build",
         "clear_hooks", "config", "configure", "create_memory", "create_network", "current_hook_scope", "extension",
@@ -28,7 +31,8 @@ PUBLIC = {
     ],
     "robotlab.hooks": [
         "CompactionHookContext", "DoomLoopHookContext", "DotState", "ERROR_FAMILIES", "ExtensionState", "FAMILIES",
-        "Hook", "HookContext", "HookRegistry", "HookScope", "Hooks", "LearnHookContext", "LlmGenerationHookContext",
+        "HitlHookContext", "Hook", "HookContext", "HookRegistry", "HookScope", "Hooks", "LearnHookContext",
+        "LlmGenerationHookContext",
         "Narrator", "NetworkRunHookContext", "Registration", "RunHookContext", "ScopedThreadPoolExecutor",
         "TaskHookContext", "ToolCallHookContext", "clear_hooks", "current_hook_scope", "global_hooks", "on",
         "run_in_scope", "with_hook_scope",

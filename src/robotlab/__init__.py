@@ -21,6 +21,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from robotlab.errors import (
+    AskUserError,
     AwaitTimeout,
     BoundaryError,
     BudgetExceeded,
@@ -35,6 +36,8 @@ from robotlab.errors import (
     MCPError,
     OutputValidationError,
     RactorBoundaryError,
+    RouterError,
+    RouterLoopError,
     ToolError,
     ToolLoopError,
     ToolNotFoundError,
@@ -93,6 +96,10 @@ _LAZY: dict[str, str] = {
     "NetworkResult": "robotlab.network_result",
     "Task": "robotlab.task",
     "create_network": "robotlab.network",
+    "RouterArgs": "robotlab.network_router",
+    # asking the user (human in the loop)
+    "AskUser": "robotlab.human_input",
+    "HitlHookContext": "robotlab.hooks",
     # robot messaging and delegation
     "Bus": "robotlab.bus",
     "RobotMessage": "robotlab.bus",
@@ -110,6 +117,7 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "AskUserError",
     "AwaitTimeout",
     "BoundaryError",
     "BudgetExceeded",
@@ -124,6 +132,8 @@ __all__ = [
     "MCPError",
     "OutputValidationError",
     "RactorBoundaryError",
+    "RouterError",
+    "RouterLoopError",
     "ToolError",
     "ToolLoopError",
     "ToolNotFoundError",
@@ -161,6 +171,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         CompactionHookContext,
         DotState,
         ExtensionState,
+        HitlHookContext,
         Hook,
         HookContext,
         HookRegistry,
@@ -179,10 +190,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         on,
         with_hook_scope,
     )
+    from robotlab.human_input import AskUser
     from robotlab.mcp import MCPClient, MCPServer
     from robotlab.memory import Memory, StateProxy, create_memory
     from robotlab.network import Network, create_network
     from robotlab.network_result import NetworkResult
+    from robotlab.network_router import RouterArgs
     from robotlab.parallel import shutdown_pool
     from robotlab.redis_memory import RedisMemory
     from robotlab.result import RobotResult

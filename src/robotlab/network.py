@@ -37,6 +37,7 @@ from robotlab.events import Event, EventEmitter, stream_events
 from robotlab.hooks import HookRegistry, Hooks, NetworkRunHookContext, global_hooks
 from robotlab.memory import Memory
 from robotlab.network_result import NetworkResult
+from robotlab.network_router import DEFAULT_MAX_STEPS, Router, RouterRun, check_router
 from robotlab.network_run import NetworkRun, current_run
 from robotlab.robot import Robot
 from robotlab.sync_bridge import iterate_sync, run_sync
@@ -48,7 +49,7 @@ PARALLEL_MODES = ("thread", "process", "subinterpreter", "ray")
 
 
 class Network:
-    """A DAG of tasks. Build with :func:`create_network`, add tasks, then ``run()``."""
+    """A DAG of tasks (or, with ``router=``, robots a router picks). Build with :func:`create_network`."""
 
     def __init__(
         self,
@@ -58,7 +59,10 @@ class Network:
         config: RunConfig | None = None,
         parallel_mode: str = "thread",
         memory: Memory | None = None,
+        router: Router | None = None,
+        max_steps: int = DEFAULT_MAX_STEPS,
     ) -> None:
+        check_router(name, router, max_steps)
         if parallel_mode not in PARALLEL_MODES:
             raise ConfigurationError(
                 f"parallel_mode must be one of {', '.join(PARALLEL_MODES)}, got {parallel_mode!r}"
@@ -72,6 +76,8 @@ class Network:
         self.config = config or RunConfig()
         self.parallel_mode = parallel_mode
         self.memory = memory if memory is not None else Memory()
+        self.router = router  # None: the tasks run as a DAG; else see robotlab.network_router
+        self.max_steps = max_steps
         self.hooks = HookRegistry()
         # Robots without a bus of their own message each other here, by name, during a run (thread mode).
         self.bus = Bus(name)
@@ -113,8 +119,14 @@ class Network:
     def validate(self) -> list[str]:
         """Check the graph; returns the task names in a topological order.
 
-        Unknown dependencies and cycles raise ``ConfigurationError`` naming them.
+        Unknown dependencies and cycles raise ``ConfigurationError`` naming them;
+        so does a dependency in a router network (its router orders the tasks).
         """
+        if self.router is not None:
+            for task in self._tasks.values():
+                if task.depends_on != "none":
+                    raise ConfigurationError(f"network {self.name!r} has a router: its tasks take no depends_on "
+                                             f"(task {task.name!r} has depends_on={task.depends_on!r})")
         for task in self._tasks.values():
             missing = [d for d in task.dependencies if d not in self._tasks]
             if missing:
@@ -170,7 +182,11 @@ class Network:
             memory.data[key] = value
         registries = [global_hooks(), self.hooks]
         ctx = NetworkRunHookContext(network=self, memory=memory, config=self.config, context=dict(context))
-        run = NetworkRun(self, order, message, memory, registries, self._ledger_for(self.config), pool, events)
+        arguments = (order, message, memory, registries, self._ledger_for(self.config), pool, events)
+        if self.router is None:
+            run = NetworkRun(self, *arguments)
+        else:
+            run = RouterRun(self, self.router, self.max_steps, dict(context), *arguments)
         return await Hooks.arun("network_run", ctx, registries, None, run.execute)
 
     def stream(self, message: str, **options: Any) -> Iterator[Event]:
@@ -235,6 +251,8 @@ def create_network(
     config: RunConfig | None = None,
     parallel_mode: str = "thread",
     memory: Memory | None = None,
+    router: Router | None = None,
+    max_steps: int = DEFAULT_MAX_STEPS,
 ) -> Network:
     """Create a :class:`Network`. Add tasks with ``network.task(...)``, then ``network.run(message)``.
 
@@ -245,8 +263,14 @@ def create_network(
     ``parallel_mode``: ``"thread"`` runs tasks on threads of this process;
     ``"process"``, ``"subinterpreter"`` (CPython 3.13+) and ``"ray"`` run each
     task's robot on a worker of that backend (see :mod:`robotlab.network`).
+
+    ``router``: a callable(:class:`~robotlab.network_router.RouterArgs`) or a
+    Robot that picks the next task's robot after each step, instead of the
+    DAG; ``max_steps`` bounds the robots one run may run (see
+    :mod:`robotlab.network_router`).
     """
-    return Network(name, concurrency=concurrency, config=config, parallel_mode=parallel_mode, memory=memory)
+    return Network(name, concurrency=concurrency, config=config, parallel_mode=parallel_mode, memory=memory,
+                   router=router, max_steps=max_steps)
 
 
 def _visit(network: Network, name: str, path: list[str], state: dict[str, int], order: list[str]) -> None:

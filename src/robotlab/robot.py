@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from robotlab.active_run import active_run, enter_run, exit_run
 from robotlab.budget import Ledger
@@ -57,7 +57,16 @@ class Robot(RobotMessaging):
     concurrency, e.g. in a network.
     Robots message each other over a bus (``send_message``, ``inbox``,
     ``receive``) and hand work to each other with ``delegate``.
+
+    ``input`` / ``output``: the text streams the ``ask_user`` tool reads and
+    writes (``None``: stdin / stdout); ``ask_user_handler``: a callable (or
+    async callable) of a ``robotlab.human_input.Question`` that answers instead
+    of a person at a terminal. Set them on the robot (see robots-and-tools.md).
     """
+
+    input: TextIO | None = None
+    output: TextIO | None = None
+    ask_user_handler: Callable[..., Any] | None = None
 
     def __init__(
         self,
@@ -240,7 +249,7 @@ class Robot(RobotMessaging):
         registries = self._registries(network)
         self._refuse_reentry()
         async with self._run_gate:
-            with _RunScope(registries, hooks, self, network, budget_ledger):
+            with _RunScope(registries, hooks, self, network, budget_ledger, events):
                 self.check_runnable()
                 ledgers = [led for led in (self._ledger_for(ctx.config), budget_ledger) if led is not None]
                 run = RobotRun(self, ctx, selected, ctx.config, ledgers, registries, hooks, events)
@@ -387,15 +396,16 @@ class _RunScope:
     generator-based context managers per run.
     """
 
-    __slots__ = ("_run", "_scope", "hooks", "ledger", "network", "registries", "robot")
+    __slots__ = ("_run", "_scope", "events", "hooks", "ledger", "network", "registries", "robot")
 
     def __init__(self, registries: list[HookRegistry | None], hooks: Any, robot: Robot, network: Any,
-                 ledger: Ledger | None) -> None:
+                 ledger: Ledger | None, events: EventEmitter | None = None) -> None:
         self.registries, self.hooks, self.robot, self.network, self.ledger = registries, hooks, robot, network, ledger
+        self.events = events
 
     def __enter__(self) -> None:
         self._scope = enter_hook_scope(self.registries, self.hooks)
-        self._run = enter_run(self.robot, self.network, self.ledger)
+        self._run = enter_run(self.robot, self.network, self.ledger, self.events)
 
     def __exit__(self, *exc: Any) -> None:
         exit_run(self._run)

@@ -16,6 +16,7 @@ from robotlab.hooks.state import DotState, ExtensionState
 __all__ = [
     "CompactionHookContext",
     "DoomLoopHookContext",
+    "HitlHookContext",
     "HookContext",
     "LearnHookContext",
     "LlmGenerationHookContext",
@@ -240,3 +241,19 @@ class CompactionHookContext(HookContext):
 
     def _derived_fields(self) -> tuple[str, ...]:
         return ("handled",)
+
+
+class HitlHookContext(HookContext):
+    """``hitl`` family (``ask_user``): robot, question, choices, default; rw answer, source, error.
+
+    A ``before_hitl`` handler that sets ``answer`` answers the question itself
+    (``source`` becomes ``"hook"``): nobody is asked.
+    """
+
+    _event = "hitl"
+    _readonly_fields = ("robot", "question", "choices", "default")
+    _rw_fields = ("answer", "source", "error")
+    robot = _readonly("robot")
+    question = _readonly("question")
+    choices = _readonly("choices")
+    default = _readonly("default")

@@ -12,13 +12,14 @@ from robotlab.sync_bridge import in_thread
 
 __all__ = ["ERROR_FAMILIES", "FAMILIES", "Hooks"]
 
-FAMILIES = ("run", "llm_generation", "tool_call", "network_run", "task", "compaction", "learn")
+FAMILIES = ("run", "llm_generation", "tool_call", "network_run", "task", "compaction", "learn", "hitl")
 ERROR_FAMILIES = ("run", "network_run", "task")
 _RESULT_FIELD = {
     "run": "response",
     "network_run": "result",
     "task": "result",
     "llm_generation": "generation_response",
+    "hitl": "answer",
 }
 
 Registries = Sequence[HookRegistry | None]

@@ -15,7 +15,8 @@ its tool loop there. What runs where:
   stay in one process and any model object works, a ``ScriptedModel``
   function included), the budget ledgers (so parallel robots cannot overspend
   a shared budget), the memory (so subscriptions and blocking reads fire as in
-  thread mode), and a network's ``network_run`` and ``task`` hooks.
+  thread mode), a network's ``network_run`` and ``task`` hooks, and
+  ``ask_user`` questions (the parent's robot asks, with its ``hitl`` hooks).
 
 The robot's conversation and learnings travel with the spec and come back
 with the result, so a robot behaves as in thread mode from one task to the next.
@@ -189,6 +190,8 @@ async def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Seq
         endpoints["network_ledger"] = LedgerEndpoint(budget_ledger)
     if events is not None:
         endpoints["events"] = _EventsEndpoint(events)
+    if _asks_user(robot):
+        endpoints["human"] = _HumanEndpoint(robot, network, events)  # ask_user in the worker asks here
     output = None
     if effective.output_type is not None:
         from robotlab.parallel.robot_output import OutputEndpoint
@@ -226,6 +229,33 @@ class _EventsEndpoint(Endpoint):
             raise self.unknown(op)
         type_, data = args
         self._events.emit(type_, **thaw_json(data))
+
+
+def _asks_user(robot: Robot) -> bool:
+    from robotlab.human_input import AskUser
+
+    return any(isinstance(t, AskUser) for t in robot.tools)
+
+
+class _HumanEndpoint(Endpoint):
+    """Where ``ask_user`` in a worker asks: through the parent's robot (its streams or handler, hooks, events)."""
+
+    def __init__(self, robot: Robot, network: Any, events: EventEmitter | None) -> None:
+        self._robot, self._network, self._events = robot, network, events
+
+    def blocks(self, op: str, args: tuple) -> bool:
+        return True  # a person may take their time: never hold up the pool
+
+    def handle(self, op: str, args: tuple, still_waiting: Any) -> Any:
+        if op != "ask":
+            raise self.unknown(op)
+        from robotlab.human_input import Question, ask
+        from robotlab.sync_bridge import run_sync
+
+        text, choices, default = args
+        question = Question(text, tuple(choices or ()), default, self._robot.name)
+        return run_sync(lambda: ask(self._robot, question, events=self._events,
+                                    registries=self._robot._registries(self._network)))
 
 
 _checked: weakref.WeakKeyDictionary[Any, set[RobotSpec]] = weakref.WeakKeyDictionary()
