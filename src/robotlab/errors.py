@@ -16,6 +16,8 @@ formats follow robot_lab's ``errors.md``::
     ├── BudgetExceeded
     ├── AwaitTimeout
     ├── DelegationTimeout
+    ├── HistoryError
+    ├── KnowledgeError
     └── parallel layer: WorkerCrashed, JobFailed, JobTimeout (also a TimeoutError), WireError
 
 This module imports nothing but the standard library: it is loaded inside
@@ -46,9 +48,11 @@ __all__ = [
     "DelegationTimeout",
     "DependencyError",
     "Error",
+    "HistoryError",
     "InferenceError",
     "JobFailed",
     "JobTimeout",
+    "KnowledgeError",
     "MCPError",
     "OutputValidationError",
     "RactorBoundaryError",
@@ -246,6 +250,14 @@ class AwaitTimeout(Error):
 
 class DelegationTimeout(Error):
     """``DelegationFuture.result(timeout=...)`` expired before the delegate finished."""
+
+
+class HistoryError(Error):
+    """A conversation history could not be stored or read back (a corrupt file or entry, a bad message)."""
+
+
+class KnowledgeError(Error):
+    """The durable knowledge store could not be read or written (a corrupt file, a bad entry)."""
 
 
 class WorkerCrashed(Error):

@@ -23,6 +23,7 @@ from robotlab.tools import Tool, ToolManifest, as_tool_class
 
 if TYPE_CHECKING:
     from robotlab.bus import Bus
+    from robotlab.history import HistoryStore
     from robotlab.mcp import MCPServer
     from robotlab.skills import AgentSkill
 
@@ -74,6 +75,7 @@ class Robot(RobotMessaging):
         memory: Memory | None = None,
         auto_compact: str | Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
         bus: Bus | None = None,
+        history: HistoryStore | str | Path | None = None,
         **options: Any,
     ) -> None:
         if not isinstance(name, str) or not name:
@@ -116,6 +118,11 @@ class Robot(RobotMessaging):
         self.bus = bus
         if bus is not None:
             bus.register(self)
+        self.history: HistoryStore | None = None  # where run(..., session_id=...) resumes and saves
+        if history is not None:
+            from robotlab.history.open_store import open_history_store
+
+            self.history = open_history_store(history)
 
     def __repr__(self) -> str:
         return f"Robot(name={self.name!r}, tools={self.tools.names()!r})"
@@ -203,6 +210,7 @@ class Robot(RobotMessaging):
         task: Any = None,
         budget_ledger: Ledger | None = None,
         events: EventEmitter | None = None,
+        session_id: str | None = None,
         **overrides: Any,
     ) -> RobotResult:
         """Run the robot on *message* and return its :class:`RobotResult`.
@@ -228,6 +236,8 @@ class Robot(RobotMessaging):
             budget_ledger: an extra ledger shared with other robots (networks pass theirs).
             events: where the run's streaming events go (``stream``/``astream`` and
                 ``network.stream`` pass one; see :mod:`robotlab.events`).
+            session_id: resume this stored conversation first and save the run's turns to it
+                (needs ``build(history=...)``; see :mod:`robotlab.history`).
             **overrides: RunConfig fields for this run only (``temperature=0``, ...).
 
         >>> import asyncio, robotlab
@@ -242,9 +252,16 @@ class Robot(RobotMessaging):
         async with self._run_gate:
             with _RunScope(registries, hooks, self, network, budget_ledger):
                 self.check_runnable()
+                session = None
+                if session_id is not None:
+                    from robotlab.history.session import resume_session
+
+                    session = await resume_session(self, session_id)
                 ledgers = [led for led in (self._ledger_for(ctx.config), budget_ledger) if led is not None]
                 run = RobotRun(self, ctx, selected, ctx.config, ledgers, registries, hooks, events)
                 result = await self._execute(run, servers, tools)
+                if session is not None:
+                    await session.persist()
         if isinstance(result, RobotResult):  # include what around/after hooks wrote
             result.hook_metadata = ctx.metadata.to_dict()
         if events is not None:
