@@ -14,17 +14,23 @@ import robotlab
 PUBLIC = {
     "robotlab": [
         "AgentSkill", "AgentSkillCatalog", "AwaitTimeout", "BoundaryError", "BudgetExceeded", "Bus", "BusError",
-        "Capabilities", "CompactionHookContext", "Config", "ConfigurationError", "DelegationFuture",
+        "Capabilities", "CompactionHookContext", "Config", "ConfigurationError", "Convergence", "DelegationFuture",
         "DelegationTimeout", "DependencyError", "DoomLoopHookContext", "DotState", "Error", "ExtensionState",
-        "Hook", "HookContext", "HookRegistry", "Hooks", "InferenceError", "JobFailed", "JobTimeout", "LearnHookContext",
+        "HistoryCompressor", "HistoryError", "Hook", "HookContext", "HookRegistry", "Hooks", "InferenceError",
+        "JobFailed", "JobTimeout", "KnowledgeError", "KnowledgeStore", "LearnHookContext",
         "LlmGenerationHookContext", "MCPClient", "MCPError", "MCPServer", "Memory", "Narrator", "Network",
-        "NetworkResult", "NetworkRunHookContext", "OutputValidationError", "RactorBoundaryError", "RedisMemory",
+        "NetworkResult", "NetworkRunHookContext", "OutputValidationError", "RactorBoundaryError", "RecallKnowledge",
+        "RecordKnowledge", "RedisMemory",
         "Registration", "Robot", "RobotMessage", "RobotResult", "RunConfig", "RunHookContext", "ScriptTool",
         "StateProxy", "Task", "TaskHookContext", "TimeoutExecutor", "Tool", "ToolCallHookContext", "ToolError",
         "ToolLoopError", "ToolManifest", "ToolNotFoundError", "WireError", "WorkerCrashed", "__version__", "build",
         "clear_hooks", "config", "configure", "create_memory", "create_network", "current_hook_scope", "extension",
         "extension_loaded", "global_hooks", "loaded_extensions", "on", "param", "register_extension",
         "reload_config", "retryable", "retryable_classes", "shutdown_pool", "tool", "with_hook_scope",
+    ],
+    "robotlab.history": [
+        "Convergence", "HistoryCompressor", "HistoryResult", "HistoryStore", "RedisHistoryStore", "SQLiteHistoryStore",
+        "compress_history", "open_history_store", "search_history", "tf_cosine_similarity",
     ],
     "robotlab.hooks": [
         "CompactionHookContext", "DoomLoopHookContext", "DotState", "ERROR_FAMILIES", "ExtensionState", "FAMILIES",

@@ -54,6 +54,8 @@ class Robot(RobotMessaging):
     """An LLM-powered agent. Build one with :func:`build`.
 
     A robot keeps its conversation across runs; ``clear_messages()`` starts over.
+    With ``build(history=...)``, ``run(message, session_id=...)`` resumes a stored
+    conversation and saves the run's turns to it (see :mod:`robotlab.history`).
     Runs of one robot are serialised (one at a time); use several robots for
     concurrency, e.g. in a network.
     Robots message each other over a bus (``send_message``, ``inbox``,
@@ -115,14 +117,10 @@ class Robot(RobotMessaging):
         self._ledger: Ledger | None = None
         self._broken_by: ToolLoopError | None = None
         self._run_gate = RunGate()
+        self.history = _history_store(history)  # where run(..., session_id=...) resumes and saves
         self.bus = bus
         if bus is not None:
             bus.register(self)
-        self.history: HistoryStore | None = None  # where run(..., session_id=...) resumes and saves
-        if history is not None:
-            from robotlab.history.open_store import open_history_store
-
-            self.history = open_history_store(history)
 
     def __repr__(self) -> str:
         return f"Robot(name={self.name!r}, tools={self.tools.names()!r})"
@@ -236,8 +234,6 @@ class Robot(RobotMessaging):
             budget_ledger: an extra ledger shared with other robots (networks pass theirs).
             events: where the run's streaming events go (``stream``/``astream`` and
                 ``network.stream`` pass one; see :mod:`robotlab.events`).
-            session_id: resume this stored conversation first and save the run's turns to it
-                (needs ``build(history=...)``; see :mod:`robotlab.history`).
             **overrides: RunConfig fields for this run only (``temperature=0``, ...).
 
         >>> import asyncio, robotlab
@@ -252,16 +248,9 @@ class Robot(RobotMessaging):
         async with self._run_gate:
             with _RunScope(registries, hooks, self, network, budget_ledger):
                 self.check_runnable()
-                session = None
-                if session_id is not None:
-                    from robotlab.history.session import resume_session
-
-                    session = await resume_session(self, session_id)
                 ledgers = [led for led in (self._ledger_for(ctx.config), budget_ledger) if led is not None]
                 run = RobotRun(self, ctx, selected, ctx.config, ledgers, registries, hooks, events)
-                result = await self._execute(run, servers, tools)
-                if session is not None:
-                    await session.persist()
+                result = await self._execute(run, servers, tools, session_id)
         if isinstance(result, RobotResult):  # include what around/after hooks wrote
             result.hook_metadata = ctx.metadata.to_dict()
         if events is not None:
@@ -284,17 +273,22 @@ class Robot(RobotMessaging):
                              request=message)
         return ctx, selected, servers
 
-    async def _execute(self, run: RobotRun, servers: tuple[MCPServer, ...], tools: str | Sequence[str]) -> Any:
-        """The ``run`` hook family around the tool loop; a failed run leaves the conversation as it was."""
+    async def _execute(self, run: RobotRun, servers: tuple[MCPServer, ...], tools: str | Sequence[str],
+                       session_id: str | None = None) -> Any:
+        """The ``run`` hook family around the tool loop; a failed run leaves the conversation as it was.
+
+        With a *session_id*, the conversation is that stored session's first, and a successful run saves to it.
+        """
         ctx, events = run.ctx, run.events
         for t in run.tools:
             t.memory = ctx.memory
+        session = None if session_id is None else await _resume_session(self, session_id)
         before = list(self._messages)
         if events is not None:
             events.emit("run.started", message=str(ctx.request))
         body = run.execute if not servers else lambda: self._execute_with_mcp(run, servers, tools)
         try:
-            return await Hooks.arun("run", ctx, run.registries, run.per_run, body)
+            result = await Hooks.arun("run", ctx, run.registries, run.per_run, body)
         except BaseException as exc:
             if isinstance(exc, Exception):  # what the run did survives on the error (not a cancellation)
                 run.attach_partial(exc)  # again: now with what the run hooks wrote, and for hook errors
@@ -306,6 +300,9 @@ class Robot(RobotMessaging):
             if events is not None:
                 events.emit("run.failed", error=f"{type(exc).__name__}: {exc}")
             raise
+        if session is not None:
+            await session.persist()
+        return result
 
     async def _execute_with_mcp(self, run: RobotRun, servers: tuple[MCPServer, ...],
                                 tools: str | Sequence[str]) -> RobotResult:
@@ -395,6 +392,22 @@ class Robot(RobotMessaging):
                 "or set ROBOTLAB_MODEL"
             )
         return cfg.model
+
+
+def _history_store(history: HistoryStore | str | Path | None) -> HistoryStore | None:
+    """The store ``build(history=...)`` names (``robotlab.history`` is imported only for one)."""
+    if history is None:
+        return None
+    from robotlab.history.open_store import open_history_store
+
+    return open_history_store(history)
+
+
+async def _resume_session(robot: Robot, session_id: str) -> Any:
+    """Resume *robot*'s stored conversation of *session_id* (see ``robotlab.history.session``)."""
+    from robotlab.history.session import resume_session
+
+    return await resume_session(robot, session_id)
 
 
 class _RunScope:
