@@ -28,6 +28,7 @@ from robotlab.history import (
 from robotlab.history.porter import stem
 from robotlab.history.term_vectors import cosine_similarity, text_vector, tf_cosine_similarity, word_hash
 from robotlab.llm import ScriptedModel
+from tests.doc_blocks import python_blocks, run_block
 from tests.redis_server import redis_server  # noqa: F401  (the session fixture)
 
 # -- text analysis --------------------------------------------------------------
@@ -375,3 +376,11 @@ def test_session_resumes_in_another_process(tmp_path):
     assert out.stdout.strip() == "Remember order 42."
     assert [m["content"] for m in SQLiteHistoryStore(path).load("s-9")][-2:] == ["Which order?",
                                                                                   "Remember order 42."]
+
+
+@pytest.mark.parametrize("index", range(len(python_blocks("docs/history.md"))))
+def test_docs_history_examples_run(index, request):
+    code = python_blocks("docs/history.md")[index]
+    if "redis://localhost:6379/0" in code:
+        code = code.replace("redis://localhost:6379/0", request.getfixturevalue("redis_server").url)
+    run_block("docs/history.md", index, code, __name__="docs_history")

@@ -17,6 +17,7 @@ from robotlab.knowledge_tools import NO_STORE, RecallKnowledge, RecordKnowledge
 from robotlab.llm import ScriptedModel
 from robotlab.llm.scripted import call
 from robotlab.parallel import WorkerPool
+from tests.doc_blocks import python_blocks, run_block
 from tests.knowledge_jobs import write_entries
 
 
@@ -159,3 +160,8 @@ def test_tools_run_in_worker_processes(tmp_path):
     assert recalled == "Relevant past knowledge:\n[fact/conf:0.4] Workers can record too — shipped by path"
     (entry,) = KnowledgeStore(tmp_path).entries("parallel")
     assert (entry.use_count, entry.confidence) == (4, 0.5)
+
+
+@pytest.mark.parametrize("index", range(len(python_blocks("docs/knowledge.md"))))
+def test_docs_knowledge_examples_run(index):
+    run_block("docs/knowledge.md", index, __name__="docs_knowledge")
