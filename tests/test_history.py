@@ -384,3 +384,13 @@ def test_docs_history_examples_run(index, request):
     if "redis://localhost:6379/0" in code:
         code = code.replace("redis://localhost:6379/0", request.getfixturevalue("redis_server").url)
     run_block("docs/history.md", index, code, __name__="docs_history")
+
+
+def test_history_demo_example_output():
+    root = Path(__file__).parent.parent
+    out = subprocess.run([sys.executable, str(root / "examples" / "history_demo.py")], capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert ("second process resumed ticket-42: I can see 3 earlier questions; the first was "
+            "'How is the weather in Lisbon this week?'.") in out.stdout
+    assert "compressor: 8 -> 7 messages:" in out.stdout and "convergence: similarity 0.91, detected True" in out.stdout

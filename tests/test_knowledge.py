@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import multiprocessing
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -165,3 +168,13 @@ def test_tools_run_in_worker_processes(tmp_path):
 @pytest.mark.parametrize("index", range(len(python_blocks("docs/knowledge.md"))))
 def test_docs_knowledge_examples_run(index):
     run_block("docs/knowledge.md", index, __name__="docs_knowledge")
+
+
+def test_knowledge_demo_example_output():
+    root = Path(__file__).parent.parent
+    out = subprocess.run([sys.executable, str(root / "examples" / "knowledge_demo.py")], capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "[preference/conf:0.1] The user wants low-risk investments — asked for bonds only" in out.stdout
+    assert "entry now: confidence 0.2, use count 1" in out.stdout
+    assert "x4 -> confidence 0.4, use count 3, 2 entries in investing.json" in out.stdout
