@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
 from pathlib import Path
 
@@ -251,6 +252,23 @@ def test_store_contract(store):
     store.delete("s-1")
     store.delete("never-there")
     assert store.load("s-1") == [] and store.sessions() == ["s-2"]
+
+
+def test_concurrent_appends_lose_nothing(store):
+    def writer(w):
+        for n in range(20):
+            store.append("shared", [{"role": "user", "content": f"{w}-{n}"}])
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    contents = [m["content"] for m in store.load("shared")]
+    assert sorted(contents) == sorted(f"{w}-{n}" for w in range(4) for n in range(20))
+    for w in range(4):                                   # each writer's messages stay in its order
+        mine = [c for c in contents if c.startswith(f"{w}-")]
+        assert mine == [f"{w}-{n}" for n in range(20)]
 
 
 def test_store_refuses_bad_messages_and_writes_nothing(store):
