@@ -20,6 +20,7 @@ from robotlab.knowledge_tools import NO_STORE, RecallKnowledge, RecordKnowledge
 from robotlab.llm import ScriptedModel
 from robotlab.llm.scripted import call
 from robotlab.parallel import WorkerPool
+from robotlab.testing import available_backends
 from tests.doc_blocks import python_blocks, run_block
 from tests.knowledge_jobs import write_entries
 
@@ -151,12 +152,13 @@ def test_tools_in_a_robot_run(tmp_path):
     assert store.entries("investing")[0].use_count == 1          # recall confirmed it, as robot_lab does
 
 
-def test_tools_run_in_worker_processes(tmp_path):
+@pytest.mark.parametrize("backend", available_backends())
+def test_tools_run_in_workers(tmp_path, backend):
     memory = robotlab.create_memory()
     KnowledgeStore(tmp_path).attach(memory)
     args = {"content": "Workers can record too", "reasoning": "shipped by path", "category": "fact",
             "domain": "parallel"}
-    with WorkerPool(size=2, backend="process", memory=memory) as pool:
+    with WorkerPool(size=2, backend=backend, memory=memory) as pool:
         results = [f.result(60) for f in [pool.submit_tool(RecordKnowledge, args) for _ in range(4)]]
         recalled = pool.run_tool(RecallKnowledge, {"query": "record"}, timeout=60)
     assert results == ["Recorded: Workers can record too"] * 4

@@ -136,7 +136,7 @@ def _mean(vectors: list[dict[str, float]]) -> dict[str, float]:
 
 def compress_history(robot: Any, *, recent_turns: int = 3, keep_threshold: float = 0.6,
                      drop_threshold: float = 0.2, summarizer: Callable[[str], Any] | None = None) -> Any:
-    """Compress *robot*'s conversation in place (robot_lab's ``robot.compress_history``); returns the robot."""
+    """Compress *robot*'s conversation in place, between runs (robot_lab's ``robot.compress_history``); returns it."""
     compressor = HistoryCompressor(recent_turns=recent_turns, keep_threshold=keep_threshold,
                                    drop_threshold=drop_threshold, summarizer=summarizer)
     robot._messages = compressor.compress(robot._messages)
