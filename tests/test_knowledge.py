@@ -66,6 +66,8 @@ def test_bad_domains_and_content_are_refused(tmp_path):
         store.record("x", domain="!!")
     with pytest.raises(ConfigurationError, match="knowledge content must be a non-empty string"):
         store.record("  ", domain="billing")
+    with pytest.raises(ConfigurationError, match=re.escape("confidence must be a number in [0.0, 1.0], got 2")):
+        store.record("x", domain="billing", confidence=2)
     assert list(tmp_path.glob("*.json")) == []
     (tmp_path / "file").write_text("")
     with pytest.raises(KnowledgeError, match=r"cannot use .* as a knowledge directory"):

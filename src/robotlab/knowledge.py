@@ -205,6 +205,8 @@ class KnowledgeStore:
         """Store *content* in *domain*, or confirm the entry that already says it; returns the stored entry."""
         if not isinstance(content, str) or not content.strip():
             raise ConfigurationError(f"knowledge content must be a non-empty string, got {content!r}")
+        if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
+            raise ConfigurationError(f"confidence must be a number in [0.0, 1.0], got {confidence!r}")
         with self._locked(domain) as file:
             entries = self._read(file)
             key = content.lower()
