@@ -412,3 +412,13 @@ def test_history_demo_example_output():
     assert ("second process resumed ticket-42: I can see 3 earlier questions; the first was "
             "'How is the weather in Lisbon this week?'.") in out.stdout
     assert "compressor: 8 -> 7 messages:" in out.stdout and "convergence: similarity 0.91, detected True" in out.stdout
+
+
+def test_streaming_and_async_runs_save_the_session_too(tmp_path):
+    import asyncio
+
+    robot = robotlab.build(name="r", model=ScriptedModel(["one", "two"]), history=tmp_path / "h.db")
+    events = [e.type for e in robot.stream("first", session_id="s")]
+    assert events[-2:] == ["run.completed", "stream.ended"]
+    asyncio.run(robot.run_async("second", session_id="s"))
+    assert [m["content"] for m in robot.history.load("s")] == ["first", "one", "second", "two"]
