@@ -30,9 +30,11 @@ from robotlab.errors import (
     DelegationTimeout,
     DependencyError,
     Error,
+    HistoryError,
     InferenceError,
     JobFailed,
     JobTimeout,
+    KnowledgeError,
     MCPError,
     OutputValidationError,
     RactorBoundaryError,
@@ -114,6 +116,12 @@ _LAZY: dict[str, str] = {
     # MCP servers as tool sources (the mcp SDK is imported only on connect)
     "MCPServer": "robotlab.mcp",
     "MCPClient": "robotlab.mcp",
+    # conversation history and durable knowledge
+    "Convergence": "robotlab.history",
+    "HistoryCompressor": "robotlab.history",
+    "KnowledgeStore": "robotlab.knowledge",
+    "RecallKnowledge": "robotlab.knowledge_tools",
+    "RecordKnowledge": "robotlab.knowledge_tools",
 }
 
 __all__ = [
@@ -126,9 +134,11 @@ __all__ = [
     "DelegationTimeout",
     "DependencyError",
     "Error",
+    "HistoryError",
     "InferenceError",
     "JobFailed",
     "JobTimeout",
+    "KnowledgeError",
     "MCPError",
     "OutputValidationError",
     "RactorBoundaryError",
@@ -167,6 +177,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from robotlab.bus import Bus, RobotMessage
     from robotlab.configuration import Config, RunConfig, config, configure, reload_config
     from robotlab.delegation import DelegationFuture
+    from robotlab.history import Convergence, HistoryCompressor
     from robotlab.hooks import (
         CompactionHookContext,
         DotState,
@@ -191,6 +202,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         with_hook_scope,
     )
     from robotlab.human_input import AskUser
+    from robotlab.knowledge import KnowledgeStore
+    from robotlab.knowledge_tools import RecallKnowledge, RecordKnowledge
     from robotlab.mcp import MCPClient, MCPServer
     from robotlab.memory import Memory, StateProxy, create_memory
     from robotlab.network import Network, create_network

@@ -19,6 +19,8 @@ formats follow robot_lab's ``errors.md``::
     ├── DelegationTimeout
     ├── RouterError
     │   └── RouterLoopError
+    ├── HistoryError
+    ├── KnowledgeError
     └── parallel layer: WorkerCrashed, JobFailed, JobTimeout (also a TimeoutError), WireError
 
 This module imports nothing but the standard library: it is loaded inside
@@ -50,9 +52,11 @@ __all__ = [
     "DelegationTimeout",
     "DependencyError",
     "Error",
+    "HistoryError",
     "InferenceError",
     "JobFailed",
     "JobTimeout",
+    "KnowledgeError",
     "MCPError",
     "OutputValidationError",
     "RactorBoundaryError",
@@ -282,6 +286,14 @@ class RouterLoopError(RouterError):
             f"to another; return None from the router to stop, or raise the limit with "
             f"create_network(..., max_steps=N)"
         )
+
+
+class HistoryError(Error):
+    """A conversation history could not be stored or read back (a corrupt file or entry, a bad message)."""
+
+
+class KnowledgeError(Error):
+    """The durable knowledge store could not be read or written (a corrupt file, a bad entry)."""
 
 
 class WorkerCrashed(Error):

@@ -23,6 +23,7 @@ from robotlab.tools import Tool, ToolManifest, as_tool_class
 
 if TYPE_CHECKING:
     from robotlab.bus import Bus
+    from robotlab.history import HistoryStore
     from robotlab.mcp import MCPServer
     from robotlab.skills import AgentSkill
 
@@ -53,15 +54,16 @@ class Robot(RobotMessaging):
     """An LLM-powered agent. Build one with :func:`build`.
 
     A robot keeps its conversation across runs; ``clear_messages()`` starts over.
+    With ``build(history=...)``, ``run(message, session_id=...)`` resumes a stored
+    conversation and saves the run's turns to it (see :mod:`robotlab.history`).
     Runs of one robot are serialised (one at a time); use several robots for
     concurrency, e.g. in a network.
     Robots message each other over a bus (``send_message``, ``inbox``,
     ``receive``) and hand work to each other with ``delegate``.
 
-    ``input`` / ``output``: the text streams the ``ask_user`` tool reads and
-    writes (``None``: stdin / stdout); ``ask_user_handler``: a callable (or
-    async callable) of a ``robotlab.human_input.Question`` that answers instead
-    of a person at a terminal. Set them on the robot (see robots-and-tools.md).
+    ``input`` / ``output``: the streams ``ask_user`` reads and writes (``None``: stdin /
+    stdout); ``ask_user_handler``: a (sync or async) callable of a ``human_input.Question``
+    that answers instead of a person (see robots-and-tools.md).
     """
 
     input: TextIO | None = None
@@ -83,6 +85,7 @@ class Robot(RobotMessaging):
         memory: Memory | None = None,
         auto_compact: str | Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
         bus: Bus | None = None,
+        history: HistoryStore | str | Path | None = None,
         **options: Any,
     ) -> None:
         if not isinstance(name, str) or not name:
@@ -122,6 +125,7 @@ class Robot(RobotMessaging):
         self._ledger: Ledger | None = None
         self._broken_by: ToolLoopError | None = None
         self._run_gate = RunGate()
+        self.history = _history_store(history)  # where run(..., session_id=...) resumes and saves
         self.bus = bus
         if bus is not None:
             bus.register(self)
@@ -212,6 +216,7 @@ class Robot(RobotMessaging):
         task: Any = None,
         budget_ledger: Ledger | None = None,
         events: EventEmitter | None = None,
+        session_id: str | None = None,
         **overrides: Any,
     ) -> RobotResult:
         """Run the robot on *message* and return its :class:`RobotResult`.
@@ -253,7 +258,7 @@ class Robot(RobotMessaging):
                 self.check_runnable()
                 ledgers = [led for led in (self._ledger_for(ctx.config), budget_ledger) if led is not None]
                 run = RobotRun(self, ctx, selected, ctx.config, ledgers, registries, hooks, events)
-                result = await self._execute(run, servers, tools)
+                result = await self._execute(run, servers, tools, session_id)
         if isinstance(result, RobotResult):  # include what around/after hooks wrote
             result.hook_metadata = ctx.metadata.to_dict()
         if events is not None:
@@ -276,17 +281,22 @@ class Robot(RobotMessaging):
                              request=message)
         return ctx, selected, servers
 
-    async def _execute(self, run: RobotRun, servers: tuple[MCPServer, ...], tools: str | Sequence[str]) -> Any:
-        """The ``run`` hook family around the tool loop; a failed run leaves the conversation as it was."""
+    async def _execute(self, run: RobotRun, servers: tuple[MCPServer, ...], tools: str | Sequence[str],
+                       session_id: str | None = None) -> Any:
+        """The ``run`` hook family around the tool loop; a failed run leaves the conversation as it was.
+
+        With a *session_id*, the conversation is that stored session's first, and a successful run saves to it.
+        """
         ctx, events = run.ctx, run.events
         for t in run.tools:
             t.memory = ctx.memory
+        session = None if session_id is None else await _resume_session(self, session_id)
         before = list(self._messages)
         if events is not None:
             events.emit("run.started", message=str(ctx.request))
-        body = run.execute if not servers else lambda: self._execute_with_mcp(run, servers, tools)
+        body = run.execute if not servers else lambda: _execute_with_mcp(self, run, servers, tools)
         try:
-            return await Hooks.arun("run", ctx, run.registries, run.per_run, body)
+            result = await Hooks.arun("run", ctx, run.registries, run.per_run, body)
         except BaseException as exc:
             if isinstance(exc, Exception):  # what the run did survives on the error (not a cancellation)
                 run.attach_partial(exc)  # again: now with what the run hooks wrote, and for hook errors
@@ -298,21 +308,9 @@ class Robot(RobotMessaging):
             if events is not None:
                 events.emit("run.failed", error=f"{type(exc).__name__}: {exc}")
             raise
-
-    async def _execute_with_mcp(self, run: RobotRun, servers: tuple[MCPServer, ...],
-                                tools: str | Sequence[str]) -> RobotResult:
-        """The tool loop with this run's MCP servers connected; they are closed when it ends, however it ends."""
-        from robotlab.mcp import MCPConnections
-
-        connections = MCPConnections(servers)
-        await in_thread(connections.__enter__)  # MCP sessions connect on their own threads
-        try:
-            run.tools = connections.manifest(self.tools, tools, robot=self, memory=run.ctx.memory)
-            for t in run.tools:
-                t.memory = run.ctx.memory
-            return await run.execute()
-        finally:
-            await in_thread(connections.__exit__, None, None, None)
+        if session is not None:
+            await session.persist()
+        return result
 
     def _refuse_reentry(self) -> None:
         frame = active_run()
@@ -387,6 +385,38 @@ class Robot(RobotMessaging):
                 "or set ROBOTLAB_MODEL"
             )
         return cfg.model
+
+
+async def _execute_with_mcp(robot: Robot, run: RobotRun, servers: tuple[MCPServer, ...],
+                            tools: str | Sequence[str]) -> RobotResult:
+    """The tool loop with this run's MCP servers connected; they are closed when it ends, however it ends."""
+    from robotlab.mcp import MCPConnections
+
+    connections = MCPConnections(servers)
+    await in_thread(connections.__enter__)  # MCP sessions connect on their own threads
+    try:
+        run.tools = connections.manifest(robot.tools, tools, robot=robot, memory=run.ctx.memory)
+        for t in run.tools:
+            t.memory = run.ctx.memory
+        return await run.execute()
+    finally:
+        await in_thread(connections.__exit__, None, None, None)
+
+
+def _history_store(history: HistoryStore | str | Path | None) -> HistoryStore | None:
+    """The store ``build(history=...)`` names (``robotlab.history`` is imported only for one)."""
+    if history is None:
+        return None
+    from robotlab.history.open_store import open_history_store
+
+    return open_history_store(history)
+
+
+async def _resume_session(robot: Robot, session_id: str) -> Any:
+    """Resume *robot*'s stored conversation of *session_id* (see ``robotlab.history.session``)."""
+    from robotlab.history.session import resume_session
+
+    return await resume_session(robot, session_id)
 
 
 class _RunScope:
