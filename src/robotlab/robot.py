@@ -220,7 +220,8 @@ class Robot(RobotMessaging):
             tools: ``"none"`` (default: the model gets no local tools), ``"inherit"``
                 (all ``local_tools``) or an allowlist of tool names (local or MCP).
             mcp: ``"none"`` (default: connect no MCP server), ``"inherit"`` (every
-                server given to ``build(mcp=...)``) or a list of server names. Their
+                server given to ``build(mcp=...)``), ``"discover"`` (the servers whose
+                description is relevant to *message*) or a list of server names. Their
                 tools are offered too, narrowed by a ``tools=`` allowlist; the servers
                 are connected for this run only (see ``robotlab.mcp``).
             hooks: hook classes active for this run only.
@@ -258,7 +259,7 @@ class Robot(RobotMessaging):
 
         Resolved before the run waits for the robot, so a bad option raises at once.
         """
-        servers = self._select_mcp_servers(mcp)
+        servers = self._select_mcp_servers(mcp, message)
         run_overrides = RunConfig.from_options(overrides, where="robot.run()") if overrides else None
         selected = self._select_tools(tools) if not servers else ToolManifest()  # with MCP: chosen once connected
         effective = self.effective_config(network, run_overrides)
@@ -349,12 +350,12 @@ class Robot(RobotMessaging):
 
     # -- configuration -------------------------------------------------------
 
-    def _select_mcp_servers(self, mcp: str | Sequence[str]) -> tuple[MCPServer, ...]:
+    def _select_mcp_servers(self, mcp: str | Sequence[str], message: Any = "") -> tuple[MCPServer, ...]:
         if mcp == "none":
             return ()
         from robotlab.mcp import select_servers
 
-        return select_servers(self.mcp_servers, mcp, where=f"robot {self.name!r}")
+        return select_servers(self.mcp_servers, mcp, where=f"robot {self.name!r}", query=str(message))
 
     def _ledger_for(self, effective: RunConfig) -> Ledger | None:
         if effective.token_budget is None and effective.cost_budget is None:

@@ -43,7 +43,7 @@ _ALIASES = {"stdio": "stdio", "streamable_http": "streamable_http", "streamable-
 _SCHEMES = {"streamable_http": ("http", "https"), "sse": ("http", "https"), "websocket": ("ws", "wss")}
 _STDIO_KEYS = ("command", "args", "env", "cwd")
 _HTTP_KEYS = ("url", "headers")
-_COMMON_KEYS = ("name", "transport", "connect_timeout", "call_timeout")
+_COMMON_KEYS = ("name", "transport", "description", "connect_timeout", "call_timeout")
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,7 @@ class MCPServer:
             for ``websocket`` they go with the opening handshake).
         connect_timeout: seconds to start/connect, handshake and list the tools.
         call_timeout: seconds one tool call may take.
+        description: what the server is for, in words; ``run(mcp="discover")`` matches messages against it.
 
     >>> MCPServer.http("search", "http://127.0.0.1:8000/mcp").describe()
     'streamable_http: http://127.0.0.1:8000/mcp'
@@ -74,6 +75,7 @@ class MCPServer:
     headers: Mapping[str, str] = field(default_factory=dict)
     connect_timeout: float = 30.0
     call_timeout: float = 60.0
+    description: str = ""
 
     def __repr__(self) -> str:  # env values, headers and URL passwords may be secrets
         return f"MCPServer({self.name!r}, {self.describe()!r})"
@@ -89,6 +91,8 @@ class MCPServer:
             raise ConfigurationError(
                 f"{where}: transport must be one of {', '.join(TRANSPORTS)}, got {self.transport!r}"
             )
+        if not isinstance(self.description, str):
+            raise ConfigurationError(f"{where}: description must be a string, got {self.description!r}")
         for key in ("connect_timeout", "call_timeout"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
@@ -144,6 +148,7 @@ class MCPServer:
         cwd: str | Path | None = None,
         connect_timeout: float = 30.0,
         call_timeout: float = 60.0,
+        description: str = "",
     ) -> MCPServer:
         """A server robotlab starts as a subprocess and talks to over stdin/stdout.
 
@@ -151,7 +156,8 @@ class MCPServer:
         ('--local-timezone', 'UTC')
         """
         return cls(name, "stdio", command=command, args=tuple(args) if not isinstance(args, str) else args,
-                   env=env, cwd=cwd, connect_timeout=connect_timeout, call_timeout=call_timeout)
+                   env=env, cwd=cwd, connect_timeout=connect_timeout, call_timeout=call_timeout,
+                   description=description)
 
     @classmethod
     def http(
@@ -162,10 +168,11 @@ class MCPServer:
         headers: Mapping[str, str] | None = None,
         connect_timeout: float = 30.0,
         call_timeout: float = 60.0,
+        description: str = "",
     ) -> MCPServer:
         """A server listening at *url* (MCP streamable HTTP transport)."""
         return cls(name, "streamable_http", url=url, headers=dict(headers or {}),
-                   connect_timeout=connect_timeout, call_timeout=call_timeout)
+                   connect_timeout=connect_timeout, call_timeout=call_timeout, description=description)
 
     @classmethod
     def sse(
@@ -176,6 +183,7 @@ class MCPServer:
         headers: Mapping[str, str] | None = None,
         connect_timeout: float = 30.0,
         call_timeout: float = 60.0,
+        description: str = "",
     ) -> MCPServer:
         """A server listening at *url* with the HTTP+SSE transport (GET the event stream, POST messages).
 
@@ -183,7 +191,7 @@ class MCPServer:
         'sse: http://127.0.0.1:8000/sse'
         """
         return cls(name, "sse", url=url, headers=dict(headers or {}),
-                   connect_timeout=connect_timeout, call_timeout=call_timeout)
+                   connect_timeout=connect_timeout, call_timeout=call_timeout, description=description)
 
     @classmethod
     def websocket(
@@ -194,6 +202,7 @@ class MCPServer:
         headers: Mapping[str, str] | None = None,
         connect_timeout: float = 30.0,
         call_timeout: float = 60.0,
+        description: str = "",
     ) -> MCPServer:
         """A server listening at a ``ws://`` or ``wss://`` *url* (one JSON-RPC message per text frame).
 
@@ -201,7 +210,7 @@ class MCPServer:
         'websocket'
         """
         return cls(name, "websocket", url=url, headers=dict(headers or {}),
-                   connect_timeout=connect_timeout, call_timeout=call_timeout)
+                   connect_timeout=connect_timeout, call_timeout=call_timeout, description=description)
 
     @classmethod
     def from_config(cls, config: MCPServer | Mapping[str, Any]) -> MCPServer:
