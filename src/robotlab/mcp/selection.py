@@ -18,7 +18,6 @@ two offered tools with one name are a ``ConfigurationError``.
 
 Example:
     >>> from robotlab.mcp.config import MCPServer
-from robotlab.mcp.discovery import relevant_servers
     >>> servers = (MCPServer.stdio("time", "mcp-server-time"), MCPServer.http("calc", "http://127.0.0.1:8000/mcp"))
     >>> [s.name for s in select_servers(servers, ["calc"], where="robot 'r'")]
     ['calc']
