@@ -15,6 +15,7 @@ from robotlab import ConfigurationError, semantic_cache
 from robotlab.hooks import Hook
 from robotlab.llm import ScriptedModel, call
 from robotlab.semantic_cache import CacheHit, SemanticCache
+from tests.doc_blocks import python_blocks, run_block
 from tests.openai_server import Script, serve
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 
@@ -237,3 +238,19 @@ def test_an_embedding_provider_that_fails_is_a_miss(caplog):
     with caplog.at_level(logging.WARNING, logger="robotlab.semantic_cache"):
         assert ask(robot, "hello").last_text_content == "fine"
     assert "embedding service down" in caplog.text
+
+
+def test_a_streamed_hit_delivers_its_text_as_one_delta():
+    semantic_cache.install()
+    robot = robotlab.build(name="r", model=ScriptedModel(["one two three"]))
+    ask(robot, "count")
+    robot.clear_messages()
+    events = list(robot.stream("count"))
+    deltas = [e.data["text"] for e in events if e.type == "text.delta"]
+    assert deltas == ["one two three"]
+    assert events[-1].type == "stream.ended"
+
+
+@pytest.mark.parametrize("index", range(len(python_blocks("docs/semantic-cache.md"))))
+def test_docs_semantic_cache_examples_run(index):
+    run_block("docs/semantic-cache.md", index, __name__="docs_semantic_cache")
