@@ -191,3 +191,25 @@ def test_run_with_mcp_discover_connects_only_the_relevant_server(base_url):
     assert result.tool_calls[0].result == "3"  # the weather server (which cannot start) was never connected
     with pytest.raises(MCPError, match="MCP server 'weather'"):
         robot.run("the forecast for Paris", mcp="discover")
+
+
+def test_a_websocket_server_that_dies_mid_run_raises_a_retryable_mcp_error():
+    proc, url = start_http_server()  # its own server: the call kills it
+    try:
+        ws_url = url.replace("http://", "ws://").replace("/mcp", "/ws")
+        robot = robotlab.build(name="r", model=ScriptedModel([call("crash"), "never"]),
+                               mcp=[MCPServer.websocket("remote", ws_url, call_timeout=20)])
+        with pytest.raises(MCPError, match=r"MCP server 'remote' .*calling tool 'crash' failed") as caught:
+            robot.run("x", mcp="inherit")
+        assert caught.value.retryable
+        assert proc.wait(10) == 3  # the server really died (os._exit(3))
+    finally:
+        stop(proc)
+
+
+def test_without_websockets_a_websocket_server_raises_dependency_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "websockets.asyncio.client", None)  # what import sees when it is missing
+    client = MCPClient(MCPServer.websocket("neon", "ws://127.0.0.1:1/ws"))
+    with pytest.raises(robotlab.DependencyError, match=r"websockets package\) requires robotlab\[mcp\]"):
+        client.connect()
+    assert not client.connected

@@ -130,7 +130,7 @@ class MCPClient:
         with self._lock:
             if self._session is not None:
                 return self
-            sdk.load()
+            sdk.load(self.server.transport)
             self._shutdown(graceful=True)  # the remains of a connection that ended on its own
             loop = asyncio.new_event_loop()
             ready: concurrent.futures.Future[Any] = concurrent.futures.Future()

@@ -14,6 +14,7 @@ JSON-RPC message per text frame.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
 from contextlib import AsyncExitStack
@@ -41,8 +42,9 @@ CONNECTION_CLOSED = -32000
 REQUEST_TIMEOUT = -32001
 
 
-def load() -> ModuleType:
-    """``import mcp``, or raise ``DependencyError`` naming the extra that installs it."""
+def load(transport: str = "stdio") -> ModuleType:
+    """``import mcp`` (and ``websockets`` for *transport* ``"websocket"``), or raise ``DependencyError``
+    naming the extra that installs it."""
     try:
         import mcp
         import mcp.client.stdio
@@ -50,6 +52,12 @@ def load() -> ModuleType:
         import mcp.shared.exceptions
     except ImportError as exc:
         raise DependencyError.missing("robotlab.mcp (MCP servers as tools)", "robotlab[mcp]") from exc
+    if transport == "websocket":
+        try:
+            import websockets.asyncio.client  # noqa: F401
+        except ImportError as exc:
+            raise DependencyError.missing("MCP servers over WebSocket (the websockets package)",
+                                          "robotlab[mcp]") from exc
     return mcp
 
 
@@ -116,11 +124,9 @@ async def open_websocket(stack: AsyncExitStack, server: Any) -> tuple[Any, Any]:
     """Connect to *server*'s ``ws://`` URL (subprotocol ``mcp``); the connection lives as long as *stack*."""
     import anyio
     from mcp.shared.message import SessionMessage
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
 
-    try:
-        from websockets.asyncio.client import connect
-    except ImportError as exc:
-        raise DependencyError.missing("MCP over WebSocket", "robotlab[mcp]") from exc
     socket = await stack.enter_async_context(connect(
         server.url, subprotocols=["mcp"], additional_headers=dict(server.headers) or None,  # type: ignore[list-item]
         open_timeout=server.connect_timeout, proxy=None,
@@ -129,19 +135,23 @@ async def open_websocket(stack: AsyncExitStack, server: Any) -> tuple[Any, Any]:
     outgoing, outgoing_reader = anyio.create_memory_object_stream[Any](0)
     parse = _message_parser()
 
+    # A closed connection ends the frame loops; the session then sees its stream end (the
+    # CONNECTION_CLOSED error of the requests in flight), as when a stdio server exits.
     async def read_frames() -> None:
         async with incoming_writer:
-            async for frame in socket:
-                try:
-                    message: Any = SessionMessage(parse(frame))
-                except Exception as exc:  # a bad frame is the session's to report, not the end of the connection
-                    message = exc
-                await incoming_writer.send(message)
+            with contextlib.suppress(ConnectionClosed):
+                async for frame in socket:
+                    try:
+                        message: Any = SessionMessage(parse(frame))
+                    except Exception as exc:  # a bad frame is the session's to report, not the connection's end
+                        message = exc
+                    await incoming_writer.send(message)
 
     async def write_frames() -> None:
         async with outgoing_reader:
-            async for message in outgoing_reader:
-                await socket.send(message.message.model_dump_json(by_alias=True, exclude_unset=True))
+            with contextlib.suppress(ConnectionClosed):
+                async for message in outgoing_reader:
+                    await socket.send(message.message.model_dump_json(by_alias=True, exclude_unset=True))
 
     tasks = await stack.enter_async_context(anyio.create_task_group())
     stack.callback(tasks.cancel_scope.cancel)  # runs first on exit: the frame loops end, then the socket closes
