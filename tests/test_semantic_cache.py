@@ -254,3 +254,17 @@ def test_a_streamed_hit_delivers_its_text_as_one_delta():
 @pytest.mark.parametrize("index", range(len(python_blocks("docs/semantic-cache.md"))))
 def test_docs_semantic_cache_examples_run(index):
     run_block("docs/semantic-cache.md", index, __name__="docs_semantic_cache")
+
+
+def test_a_robot_served_from_the_cache_is_freed_without_the_cyclic_gc():
+    from tests.test_reference_cycles import freed_without_gc
+
+    semantic_cache.install()
+
+    def make():
+        robot = robotlab.build(name="r", model=ScriptedModel(["once"]))
+        ask(robot, "hello")
+        assert ask(robot, "hello").cache_hits == 1
+        return robot
+
+    assert freed_without_gc(make)
