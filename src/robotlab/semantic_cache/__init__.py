@@ -47,7 +47,11 @@ def install(cache: SemanticCache | None = None, **options: Any) -> SemanticCache
 
 
 def installed() -> SemanticCache | None:
-    """The installed cache, or ``None``."""
+    """The installed cache, or ``None``.
+
+    >>> installed() is None
+    True
+    """
     cache = extension(EXTENSION)
     return cache if isinstance(cache, SemanticCache) else None
 
