@@ -46,7 +46,8 @@ PUBLIC = {
     ],
     "robotlab.mcp": [
         "MCPClient", "MCPConnections", "MCPServer", "MCPTool", "MCPToolInfo", "MCPToolResult", "TRANSPORTS",
-        "connect_servers", "mcp_tool_class", "mcp_tools", "offered_tools", "parse_servers", "select_servers",
+        "connect_servers", "discover_servers", "load_servers", "mcp_tool_class", "mcp_tools", "offered_tools",
+        "parse_servers", "relevant_servers", "select_servers",
     ],
     "robotlab.parallel": [
         "FrozenDict", "JobFailed", "JobTimeout", "RactorBoundaryError", "RemoteTraceback", "WireError", "WorkerCrashed",
@@ -55,6 +56,9 @@ PUBLIC = {
     ],
     "robotlab.redis_memory": [
         "RedisMemory", "SERIALIZERS",
+    ],
+    "robotlab.semantic_cache": [
+        "BACKENDS", "CacheHit", "CacheLookup", "EXTENSION", "SemanticCache", "install", "installed", "uninstall",
     ],
     "robotlab.skills": [
         "AgentSkill", "AgentSkillCatalog", "Capabilities", "ScriptExecutor", "ScriptTool", "TimeoutExecutor",

@@ -36,6 +36,7 @@ class RobotResult:
         cost: dollars spent (litellm's response cost; 0 for unpriced models).
         duration: wall time in seconds.
         llm_calls: how many LLM calls the run made.
+        cache_hits: how many replies came from ``memory.cache`` instead (no call, no tokens, no cost).
         hook_metadata: ``ctx.metadata`` written by hooks, by namespace (also from workers).
         output: with ``output_type=``, the validated answer, of that type (``last_text_content``
             stays the raw text); else None.
@@ -54,6 +55,7 @@ class RobotResult:
     cost: float = 0.0
     duration: float = 0.0
     llm_calls: int = 0
+    cache_hits: int = 0
     model: str = ""
     hook_metadata: dict[str, Any] = field(default_factory=dict)
     output: Any = None

@@ -221,12 +221,9 @@ class Robot(RobotMessaging):
     ) -> RobotResult:
         """Run the robot on *message* and return its :class:`RobotResult`.
 
-        Runs of one robot wait for each other (from threads and coroutines alike);
-        cancelling the awaiting task cancels the run's LLM call and tools and
-        leaves the conversation as it was before the run.
-
-        A failed run also leaves the conversation as it was (after a
-        ``ToolLoopError``, as it stands), and its error's ``partial_result`` is a
+        Runs of one robot wait for each other (from threads and coroutines alike).
+        A cancelled or failed run leaves the conversation as it was (after a
+        ``ToolLoopError``, as it stands); a failure's ``partial_result`` is a
         :class:`RobotResult` of what the run did before failing: the conversation
         up to the failure, the tool calls made, the tokens and cost spent.
 
@@ -234,7 +231,8 @@ class Robot(RobotMessaging):
             tools: ``"none"`` (default: the model gets no local tools), ``"inherit"``
                 (all ``local_tools``) or an allowlist of tool names (local or MCP).
             mcp: ``"none"`` (default: connect no MCP server), ``"inherit"`` (every
-                server given to ``build(mcp=...)``) or a list of server names. Their
+                server given to ``build(mcp=...)``), ``"discover"`` (the servers whose
+                description is relevant to *message*) or a list of server names. Their
                 tools are offered too, narrowed by a ``tools=`` allowlist; the servers
                 are connected for this run only (see ``robotlab.mcp``).
             hooks: hook classes active for this run only.
@@ -242,6 +240,7 @@ class Robot(RobotMessaging):
             budget_ledger: an extra ledger shared with other robots (networks pass theirs).
             events: where the run's streaming events go (``stream``/``astream`` and
                 ``network.stream`` pass one; see :mod:`robotlab.events`).
+            session_id: resume that session of ``build(history=...)`` and save this run to it.
             **overrides: RunConfig fields for this run only (``temperature=0``, ...).
 
         >>> import asyncio, robotlab
@@ -272,7 +271,7 @@ class Robot(RobotMessaging):
 
         Resolved before the run waits for the robot, so a bad option raises at once.
         """
-        servers = self._select_mcp_servers(mcp)
+        servers = self._select_mcp_servers(mcp, message)
         run_overrides = RunConfig.from_options(overrides, where="robot.run()") if overrides else None
         selected = self._select_tools(tools) if not servers else ToolManifest()  # with MCP: chosen once connected
         effective = self.effective_config(network, run_overrides)
@@ -356,12 +355,12 @@ class Robot(RobotMessaging):
 
     # -- configuration -------------------------------------------------------
 
-    def _select_mcp_servers(self, mcp: str | Sequence[str]) -> tuple[MCPServer, ...]:
+    def _select_mcp_servers(self, mcp: str | Sequence[str], message: Any = "") -> tuple[MCPServer, ...]:
         if mcp == "none":
             return ()
         from robotlab.mcp import select_servers
 
-        return select_servers(self.mcp_servers, mcp, where=f"robot {self.name!r}")
+        return select_servers(self.mcp_servers, mcp, where=f"robot {self.name!r}", query=str(message))
 
     def _ledger_for(self, effective: RunConfig) -> Ledger | None:
         if effective.token_budget is None and effective.cost_budget is None:

@@ -48,6 +48,8 @@ from robotlab.llm import LlmReply, LlmRequest, Model, ToolCall, assistant_messag
 from robotlab.llm.calls import complete_async
 from robotlab.llm.failures import model_failure
 from robotlab.result import RobotResult, ToolCallRecord
+from robotlab.semantic_cache.cache import CacheHit
+from robotlab.semantic_cache.runs import cache_lookup
 from robotlab.structured_output import FINAL_RESULT_TOOL, output_mode_for, output_schema
 from robotlab.tools import ToolManifest
 
@@ -127,7 +129,7 @@ class RobotRun:
         rounds = 0
         while True:
             compact(robot, self.cfg, model, self.registries, self.per_run)
-            reply = await self._generate(model, schemas, result.llm_calls, response_format)
+            reply = await self._generate(model, schemas, result.llm_calls + result.cache_hits, response_format)
             self._account(result, reply)
             robot._messages.append(assistant_message(reply))
             self._check_budgets()  # after accounting: an overspent call's tokens are in err.partial_result
@@ -156,6 +158,9 @@ class RobotRun:
         robot._messages.append({"role": "user", "content": str(self.ctx.request)})
 
     def _account(self, result: RobotResult, reply: LlmReply) -> None:
+        if isinstance(reply.raw, CacheHit):  # served from memory.cache: no call made, no tokens spent
+            result.cache_hits += 1
+            return
         result.llm_calls += 1
         result.prompt_tokens += reply.usage.prompt_tokens
         result.completion_tokens += reply.usage.completion_tokens
@@ -188,16 +193,22 @@ class RobotRun:
                              response_format=response_format)
         if cfg.prices is not None:
             request.options.setdefault("prices", cfg.prices)
-        # Reserve what the call will at least spend, so parallel robots cannot overspend a shared budget.
-        reservations = _reserve(self.ledgers, estimate_tokens(request.messages) + (cfg.max_tokens or 0))
         ctx = self.ctx
+        lookup = await cache_lookup(ctx.memory, model, request)
+        hit = None if lookup is None else lookup.reply
+        # Reserve what the call will at least spend, so parallel robots cannot overspend a shared budget.
+        reservations = [] if hit else _reserve(self.ledgers, estimate_tokens(request.messages) + (cfg.max_tokens or 0))
         gen_ctx = LlmGenerationHookContext(
             robot=self.robot, network=ctx.network, task=ctx.task, memory=ctx.memory, config=cfg,
-            request=ctx.request, iteration=iteration,
+            request=ctx.request, iteration=iteration, cache_hit=hit is not None,
         )
         on_delta = None if self.events is None else self.events.delta
 
         async def body() -> LlmReply:
+            if hit is not None:
+                if on_delta is not None and hit.text:
+                    on_delta("text", {"text": hit.text})
+                return hit
             try:
                 return await complete_async(model, request, on_delta)
             except Error:
@@ -213,6 +224,8 @@ class RobotRun:
         for ledger, tokens, cost in reservations:
             ledger.reconcile(tokens, reply.usage.total_tokens)
             ledger.reconcile(cost, reply.cost)
+        if lookup is not None and hit is None:
+            await lookup.store(reply)
         return reply
 
     def _check_budgets(self) -> None:

@@ -127,14 +127,17 @@ class RunHookContext(HookContext):
 
 
 class LlmGenerationHookContext(RunHookContext):
-    """``llm_generation`` family (its ``event`` is ``"run"``, as in robot_lab): adds iteration."""
+    """``llm_generation`` family (its ``event`` is ``"run"``, as in robot_lab): adds iteration, and
+    cache_hit (the reply comes from ``memory.cache``: the model is not called)."""
 
-    _readonly_fields = (*RunHookContext._readonly_fields, "iteration")
+    _readonly_fields = (*RunHookContext._readonly_fields, "iteration", "cache_hit")
     _rw_fields = (*RunHookContext._rw_fields, "generation_response")
     iteration = _readonly("iteration")
+    cache_hit = _readonly("cache_hit")
 
     def __init__(self, event: str | None = None, metadata: ExtensionState | None = None, **fields: Any) -> None:
         fields.setdefault("iteration", 0)
+        fields["cache_hit"] = bool(fields.get("cache_hit"))
         super().__init__(event, metadata, **fields)
         if self._fields["iteration"] is None:
             self._fields["iteration"] = 0
