@@ -12,10 +12,23 @@ from robotlab.llm.types import LlmReply, LlmRequest, ToolCall, Usage
 __all__ = ["LiteLLMModel"]
 
 
+_quieted = False
+
+
 def _litellm() -> Any:
+    """litellm; the first time, with its stdout banners off ("Give Feedback / Get Help", "Provider List").
+
+    A failed call raises an InferenceError that says what happened, so the banners
+    only add noise to a program's output. Set ``litellm.suppress_debug_info = False``
+    after robotlab's first call to have them back.
+    """
+    global _quieted
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the cost map
     import litellm
 
+    if not _quieted:
+        litellm.suppress_debug_info = True
+        _quieted = True
     return litellm
 
 
