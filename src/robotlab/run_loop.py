@@ -30,7 +30,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from robotlab.budget import Ledger
+from robotlab.budget import Ledger, warn_unknown_cost
 from robotlab.compaction import compact, estimate_tokens
 from robotlab.configuration import RunConfig
 from robotlab.doom_loop import DoomLoopDetector
@@ -82,6 +82,7 @@ class RobotRun:
         self._doom_loop = _DoomLoopWatch(self)
         self.result = RobotResult(robot_name=robot.name)  # filled in as the run goes
         self._started = time.perf_counter()
+        self._cost_checked = False  # whether an unpriced model's reply was checked against a cost budget yet
 
     def partial_result(self) -> RobotResult:
         """What the run did so far, for a failed run's ``err.partial_result``.
@@ -213,6 +214,9 @@ class RobotRun:
         for ledger, tokens, cost in reservations:
             ledger.reconcile(tokens, reply.usage.total_tokens)
             ledger.reconcile(cost, reply.cost)
+        if not reply.cost_known and not self._cost_checked:  # once per run
+            self._cost_checked = True
+            warn_unknown_cost(self.ledgers, self.robot.name, str(getattr(model, "name", model)))
         return reply
 
     def _check_budgets(self) -> None:

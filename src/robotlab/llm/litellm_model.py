@@ -145,11 +145,12 @@ class LiteLLMModel:
         usage = Usage(
             int(getattr(usage_obj, "prompt_tokens", 0) or 0), int(getattr(usage_obj, "completion_tokens", 0) or 0)
         )
+        known = True
         if prices:
             cost = usage.prompt_tokens * prices[0] + usage.completion_tokens * prices[1]
         else:
             try:
                 cost = float(litellm.completion_cost(completion_response=response) or 0.0)
             except Exception:  # litellm raises for models it has no price for
-                cost = 0.0
-        return LlmReply(message.content, calls, usage, cost, getattr(response, "model", self.name), response)
+                cost, known = 0.0, False
+        return LlmReply(message.content, calls, usage, cost, getattr(response, "model", self.name), response, known)
