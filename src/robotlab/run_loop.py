@@ -241,8 +241,8 @@ class RobotRun:
         try:
             tool = self.tools.resolve(call.name)
         except ToolNotFoundError as exc:
-            record.error = str(exc)
-            record.result = f"Error ({call.name}): {exc}"
+            record.error = _not_offered(self.robot, call.name) or str(exc)
+            record.result = f"Error ({call.name}): {record.error}"
         else:
             cfg = self.cfg
             if type(tool).parallel_safe and cfg.get("parallel_tools") and cfg.pool_backend != "thread":
@@ -363,6 +363,15 @@ def _release(reservations: list[tuple[Ledger, Any, Any]]) -> None:
     for ledger, tokens, cost in reservations:
         ledger.release(tokens)
         ledger.release(cost)
+
+
+def _not_offered(robot: Robot, name: str) -> str | None:
+    """What a call of a tool *robot* has, but this run did not offer, is told (None: the robot lacks it too)."""
+    if name not in robot.tools:
+        return None
+    return (f"Tool {name!r} is attached to robot {robot.name!r} but this run did not offer it: tools are opt-in "
+            f"per run, so pass tools=\"inherit\" (every attached tool) or a list naming it, e.g. tools=[{name!r}], "
+            "to run() or network.task()")
 
 
 def _as_text(value: Any) -> str:
