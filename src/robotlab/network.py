@@ -21,7 +21,9 @@ run (see :mod:`robotlab.bus`).
 process; ``"process"``, ``"subinterpreter"`` and ``"ray"`` run it on a worker
 of the default pool of that backend (``robotlab.parallel.default_pool``),
 rebuilt there from a spec (see ``robotlab.parallel.robot_job``: what runs
-where). The result, hooks, memory and budgets behave the same in every mode.
+where). The result, hooks, memory and budgets behave the same in every mode,
+except that a value a worker writes to memory reads back frozen (dicts as
+``FrozenDict``, lists as tuples; docs/networks.md).
 """
 
 from __future__ import annotations
