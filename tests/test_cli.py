@@ -82,3 +82,4 @@ def test_a_failed_litellm_call_prints_nothing_of_litellm_s_own():
     assert run.stdout.startswith("error: unknown provider for model 'foo'") and run.stdout.count("\n") == 1
     for banner in ("Provider List", "Give Feedback", "LiteLLM.Info"):
         assert banner not in run.stdout + run.stderr
+
