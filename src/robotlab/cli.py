@@ -25,7 +25,7 @@ def _parser() -> argparse.ArgumentParser:
                            "tool and print the speedup measured against thread mode (subinterpreter: CPython "
                            "3.13+; ray: the ray extra, a local Ray is started)")
     demo.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                      help="a live line per task on stderr (default: only when stderr is a terminal)")
+                      help="a live line per task on stderr (default: only when stderr is a terminal, and not with -v)")
     demo.add_argument("-v", "--verbose", action="store_true", help="log the Narrator's hook trace to stderr")
     return parser
 
@@ -67,8 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         Narrator.enable()
     from robotlab.demo import run_demo
 
-    return run_demo(model=args.model, parallel_mode=args.parallel,
-                    progress="auto" if args.progress is None else args.progress)
+    progress = args.progress
+    if progress is None:  # -v's trace and a live table would both redraw stderr: the trace wins
+        progress = False if args.verbose else "auto"
+    return run_demo(model=args.model, parallel_mode=args.parallel, progress=progress)
 
 
 if __name__ == "__main__":
