@@ -136,3 +136,28 @@ def test_the_networks_page_progress_example_runs():
 
     index = next(i for i, code in enumerate(python_blocks("docs/networks.md")) if "progress=shown" in code)
     run_block("docs/networks.md", index)
+
+
+class Terminal(io.StringIO):
+    """A text stream that says it is a terminal, as a tty does (rich then draws live)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_network_run_inside_another_s_task_nests_its_live_table():
+    screen = Terminal()
+
+    def inner(messages, tools):
+        net = robotlab.create_network(name="inner")
+        net.task("i", robotlab.build(name="i", model=ScriptedModel(["inner done"])))
+        return net.run("go", progress=screen).value  # drawn inside the outer run's live display
+
+    outer = robotlab.create_network(name="outer")
+    outer.task("o", robotlab.build(name="o", model=ScriptedModel(inner)))
+    assert outer.run("go", progress=screen).value == "inner done"
+    shown = screen.getvalue()
+    # The inner table's last frame is printed above the outer one when it ends; then the outer's last frame.
+    assert shown.rindex("network 'inner': 1/1 done: 1 ok") < shown.rindex("network 'outer': 1/1 done: 1 ok")
+    frames = shown.split("\r\x1b[2K")  # rich erases the last frame before drawing the next
+    assert any("network 'outer': 0/1 done" in f and "network 'inner'" in f for f in frames)  # one frame, both

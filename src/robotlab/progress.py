@@ -29,6 +29,7 @@ each change of a task's state prints one plain line:
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
@@ -140,16 +141,23 @@ class LineDisplay:
         self._say(f"network {self.board.network_name!r} finished: {self.board.counts()}")
 
 
+@functools.lru_cache(maxsize=8)
+def _console(stream: TextIO) -> Any:
+    """One rich Console per stream: a live display started inside another one on it nests (rich 14.1+)."""
+    from rich.console import Console
+
+    return Console(file=stream)
+
+
 class RichDisplay:
     """A live rich table (one row per task) redrawn in place on a terminal; its last state stays on screen."""
 
     def __init__(self, board: TaskBoard, stream: TextIO) -> None:
-        from rich.console import Console
         from rich.live import Live
 
         self.board = board
         # stdout is left alone: a print during the run stays on stdout (rich would move it to this stream).
-        self._live = Live(self, console=Console(file=stream), refresh_per_second=8, transient=False,
+        self._live = Live(self, console=_console(stream), refresh_per_second=8, transient=False,
                           redirect_stdout=False)
 
     def __rich__(self) -> Any:
@@ -170,7 +178,7 @@ class RichDisplay:
 
     def open(self) -> None:
         self.board.start()
-        self._live.start()
+        self._live.start()  # inside another live display on this console (a network run in a task): nested
 
     def changed(self, line: TaskLine) -> None:
         self._live.refresh()
