@@ -26,8 +26,11 @@ DEV_ONLY = {"ray", "pytest", "ruff"}
 
 def make_plan(target: str, **variables: str) -> list[str]:
     """The commands ``make -n target`` would run (with *variables* set on the command line)."""
-    run = subprocess.run(["make", "-n", target, *(f"{k}={v}" for k, v in variables.items())], cwd=ROOT,
-                         capture_output=True, text=True, timeout=30, check=True)
+    # Under `make test` this is a sub-make: without the parent's MAKEFLAGS / MAKELEVEL it plans as a user's would.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "PYTHON")}
+    run = subprocess.run(["make", "--no-print-directory", "-n", target,
+                          *(f"{k}={v}" for k, v in variables.items())],
+                         cwd=ROOT, capture_output=True, text=True, env=env, timeout=30, check=True)
     return run.stdout.splitlines()
 
 
