@@ -62,7 +62,14 @@ class TaskLine:
 
 
 class TaskBoard:
-    """The state of every task of one run, updated from the run's hooks (thread-safe)."""
+    """The state of every task of one run, updated from the run's hooks (thread-safe).
+
+    >>> board = TaskBoard("pipeline", ["draft", "edit"])
+    >>> board.set("draft", "running").state, board.counts()
+    ('running', '0/2 done')
+    >>> _ = board.set("draft", "ok"); board.counts()
+    '1/2 done: 1 ok'
+    """
 
     def __init__(self, network_name: str, tasks: list[str]) -> None:
         self.network_name = network_name
@@ -193,7 +200,11 @@ def _short_error(error: BaseException | None) -> str:
 
 
 class ProgressHook(Hook):
-    """Feeds a run's display from its hooks; the display is this registration's ``context`` (``ctx.local``)."""
+    """Feeds a run's display from its hooks; the display is this registration's ``context`` (``ctx.local``).
+
+    >>> ProgressHook.namespace
+    'progress'
+    """
 
     namespace = "progress"
 
@@ -248,6 +259,11 @@ def progress_hooks(network: Any, setting: ProgressSetting) -> HookRegistry | Non
 
     *setting* as ``network.run(progress=...)`` takes it (see the module docstring);
     anything else raises :class:`~robotlab.errors.ConfigurationError`.
+
+    >>> import io, robotlab
+    >>> net = robotlab.create_network(name="n")
+    >>> progress_hooks(net, None) is None, progress_hooks(net, io.StringIO()) is None
+    (True, False)
     """
     if hasattr(setting, "write"):
         stream = setting
