@@ -21,7 +21,9 @@ run (see :mod:`robotlab.bus`).
 process; ``"process"``, ``"subinterpreter"`` and ``"ray"`` run it on a worker
 of the default pool of that backend (``robotlab.parallel.default_pool``),
 rebuilt there from a spec (see ``robotlab.parallel.robot_job``: what runs
-where). The result, hooks, memory and budgets behave the same in every mode.
+where). The result, hooks, memory and budgets behave the same in every mode,
+except that a value a worker writes to memory reads back frozen (dicts as
+``FrozenDict``, lists as tuples; docs/networks.md).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from robotlab.memory import Memory
 from robotlab.network_result import NetworkResult
 from robotlab.network_router import DEFAULT_MAX_STEPS, Router, RouterRun, check_router
 from robotlab.network_run import NetworkRun, current_run
+from robotlab.progress import ProgressSetting, progress_hooks
 from robotlab.robot import Robot
 from robotlab.sync_bridge import iterate_sync, run_sync
 from robotlab.task import Task
@@ -157,16 +160,17 @@ class Network:
             self._ledger = Ledger(token_budget=cfg.token_budget, cost_budget=cfg.cost_budget)
         return self._ledger
 
-    def run(self, message: str, *, memory: Memory | None = None, **context: Any) -> NetworkResult:
+    def run(self, message: str, *, memory: Memory | None = None, progress: ProgressSetting = None,
+            **context: Any) -> NetworkResult:
         """Run every task once; returns a :class:`NetworkResult` (it does not raise for task errors).
 
         The synchronous face of :meth:`run_async` (same arguments); inside a running
         event loop it runs on a helper thread.
         """
-        return run_sync(lambda: self.run_async(message, memory=memory, **context))
+        return run_sync(lambda: self.run_async(message, memory=memory, progress=progress, **context))
 
     async def run_async(self, message: str, *, memory: Memory | None = None, events: EventEmitter | None = None,
-                        **context: Any) -> NetworkResult:
+                        progress: ProgressSetting = None, **context: Any) -> NetworkResult:
         """Run every task once on this event loop; returns a :class:`NetworkResult`.
 
         Keyword *context* is written into ``memory.data`` before the first task starts.
@@ -174,13 +178,16 @@ class Network:
         a worker raises here, before any task runs, naming the task and why.
         Cancelling the awaiting task cancels every running task (their LLM calls,
         tools and pool jobs). *events*: where task and robot events go (see :meth:`stream`).
+        *progress*: a live line per task on stderr: ``True``, ``"auto"`` (only on a
+        terminal), a text stream, or ``None`` (off); see :mod:`robotlab.progress`.
         """
+        shown = progress_hooks(self, progress)
         order = self.validate()
         pool = None if self.parallel_mode == "thread" else self._checked_pool()
         memory = memory if memory is not None else self.memory
         for key, value in context.items():
             memory.data[key] = value
-        registries = [global_hooks(), self.hooks]
+        registries = [global_hooks(), self.hooks, shown]
         ctx = NetworkRunHookContext(network=self, memory=memory, config=self.config, context=dict(context))
         arguments = (order, message, memory, registries, self._ledger_for(self.config), pool, events)
         if self.router is None:

@@ -30,7 +30,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from robotlab.budget import Ledger
+from robotlab.budget import Ledger, warn_unknown_cost
 from robotlab.compaction import compact, estimate_tokens
 from robotlab.configuration import RunConfig
 from robotlab.doom_loop import DoomLoopDetector
@@ -84,6 +84,7 @@ class RobotRun:
         self._doom_loop = _DoomLoopWatch(cfg.get("doom_loop_threshold"))
         self.result = RobotResult(robot_name=robot.name)  # filled in as the run goes
         self._started = time.perf_counter()
+        self._cost_checked = False  # whether an unpriced model's reply was checked against a cost budget yet
 
     def partial_result(self) -> RobotResult:
         """What the run did so far, for a failed run's ``err.partial_result``.
@@ -226,6 +227,9 @@ class RobotRun:
             ledger.reconcile(cost, reply.cost)
         if lookup is not None and hit is None:
             await lookup.store(reply)
+        if not reply.cost_known and not self._cost_checked:  # once per run
+            self._cost_checked = True
+            warn_unknown_cost(self.ledgers, self.robot.name, str(getattr(model, "name", model)))
         return reply
 
     def _check_budgets(self) -> None:
@@ -250,8 +254,8 @@ class RobotRun:
         try:
             tool = self.tools.resolve(call.name)
         except ToolNotFoundError as exc:
-            record.error = str(exc)
-            record.result = f"Error ({call.name}): {exc}"
+            record.error = _not_offered(self.robot, call.name) or str(exc)
+            record.result = f"Error ({call.name}): {record.error}"
         else:
             cfg = self.cfg
             if type(tool).parallel_safe and cfg.get("parallel_tools") and cfg.pool_backend != "thread":
@@ -370,6 +374,15 @@ def _release(reservations: list[tuple[Ledger, Any, Any]]) -> None:
     for ledger, tokens, cost in reservations:
         ledger.release(tokens)
         ledger.release(cost)
+
+
+def _not_offered(robot: Robot, name: str) -> str | None:
+    """What a call of a tool *robot* has, but this run did not offer, is told (None: the robot lacks it too)."""
+    if name not in robot.tools:
+        return None
+    return (f"Tool {name!r} is attached to robot {robot.name!r} but this run did not offer it: tools are opt-in "
+            f"per run, so pass tools=\"inherit\" (every attached tool) or a list naming it, e.g. tools=[{name!r}], "
+            "to run() or network.task()")
 
 
 def _as_text(value: Any) -> str:

@@ -403,3 +403,6 @@ class _LedgerProxy:
     def overspend_error(self) -> Any:
         return self._remote.call("overspend_error")
 
+    def limit(self, dimension: str) -> Any:
+        return self._remote.call("limit", dimension)
+
