@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from robotlab import worker_channel
 from robotlab.errors import Error, WireError
 from robotlab.parallel import wire
 
@@ -173,3 +174,14 @@ def endpoint(name: str) -> RemoteEndpoint | None:
     if endpoints is None:
         raise Error(f"the parent's {name} is only available inside a job running on a WorkerPool")
     return endpoints.get(name)
+
+
+def _endpoint_or_none(name: str) -> RemoteEndpoint | None:
+    """:func:`endpoint`, with None outside a job (for ``robotlab.worker_channel``)."""
+    endpoints = _in_context.get()
+    if endpoints is None:
+        endpoints = _current
+    return None if endpoints is None else endpoints.get(name)
+
+
+worker_channel.install(_endpoint_or_none)

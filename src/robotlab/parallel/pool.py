@@ -159,7 +159,8 @@ class WorkerPool(Executor):
 
     def submit_tool(self, tool: type | str, args: dict[str, Any] | None = None, *,
                     timeout: float | None = None, memory: Memory | None = None,
-                    hooks: str | None = "inherit", errors: str = "raise") -> Future:
+                    hooks: str | None = "inherit", errors: str = "raise",
+                    endpoints: dict[str, Endpoint] | None = None) -> Future:
         """Run ``ToolClass().call(args)`` in a worker: a fresh instance, arguments validated, hooks fired.
 
         - ``memory``: the tool's ``self.memory`` (default: the pool's).
@@ -173,6 +174,7 @@ class WorkerPool(Executor):
           ``ToolError("Tool 'pkg.mod:Name' failed in worker: ...")``;
           ``errors="text"``: it comes back as the text a model sees
           (``"Error (name): ..."``), exactly as ``Tool.call`` in-process.
+        - ``endpoints``: more parent objects the job may call, by name (see ``parent_calls``).
 
         Example:
             >>> future = pool.submit_tool("myapp.tools:Fetch", {"url": "..."})   # doctest: +SKIP
@@ -183,7 +185,8 @@ class WorkerPool(Executor):
         _check_memory(memory)
         kind = "tool" if errors == "raise" else "tool_text"
         return self.submit_job(kind, self.path_of(tool), (), dict(args or {}), timeout,
-                            endpoints=self._memory_endpoint(memory), hooks=self._tool_call_hooks(hooks))
+                               endpoints={**(self._memory_endpoint(memory) or {}), **(endpoints or {})},
+                               hooks=self._tool_call_hooks(hooks))
 
     def run_tool(self, tool: type | str, args: dict[str, Any] | None = None, *, timeout: float | None = None,
                  memory: Memory | None = None, hooks: str | None = "inherit", errors: str = "raise") -> Any:

@@ -116,8 +116,7 @@ def describe_robot(robot: Robot, pool: Any, *, network: Any = None, hooks: Any =
     auto_compact = robot.auto_compact
     if callable(auto_compact):
         auto_compact = path(auto_compact, "its auto_compact function:")
-    levels = [global_hooks(), getattr(network, "hooks", None), robot.hooks]
-    per_run = () if hooks is None else (hooks,) if isinstance(hooks, type) else tuple(hooks)
+    levels, per_run = _hook_levels(robot, network, hooks)
     try:
         shipped = pool.describe_hooks(levels, per_run, shipped_hooks.WORKER_FAMILIES)
     except RactorBoundaryError as exc:
@@ -144,6 +143,12 @@ def describe_robot(robot: Robot, pool: Any, *, network: Any = None, hooks: Any =
         return freeze_deep(spec, root=f"robot {robot.name!r}")
     except RactorBoundaryError as exc:
         raise RactorBoundaryError(f"{where}: {exc}") from None
+
+
+def _hook_levels(robot: Robot, network: Any, hooks: Any) -> tuple[list[Any], tuple[type, ...]]:
+    """The hook registries of a run (global → network → robot) and its per-run hook classes."""
+    per_run = () if hooks is None else (hooks,) if isinstance(hooks, type) else tuple(hooks)
+    return [global_hooks(), getattr(network, "hooks", None), robot.hooks], per_run
 
 
 def _split_output(effective: RunConfig, model: Any) -> tuple[RunConfig, tuple[str, Any] | None]:
@@ -189,6 +194,8 @@ async def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Seq
         endpoints["network_ledger"] = LedgerEndpoint(budget_ledger)
     if events is not None:
         endpoints["events"] = _EventsEndpoint(events)
+    levels, per_run = _hook_levels(robot, network, hooks)
+    endpoints.update(shipped_hooks.parent_endpoints(levels, per_run, shipped_hooks.WORKER_FAMILIES))
     output = None
     if effective.output_type is not None:
         from robotlab.parallel.robot_output import OutputEndpoint
@@ -208,6 +215,8 @@ async def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Seq
             raise
         robot._messages = [dict(m) for m in result.messages]
         robot._learnings = list(learnings)
+    for record in result.tool_calls:  # they ran in-process in the worker: on its backend
+        record.where, record.worker = pool.backend, future.worker_id
     if output is not None:
         result.output = output.value  # the typed value; the worker only had its JSON
     if events is not None:
