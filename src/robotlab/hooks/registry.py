@@ -52,6 +52,15 @@ class HookRegistry:
             self._registrations.append(registration)
         return registration
 
+    def off(self, registration: Registration) -> bool:
+        """Remove *registration* (what :meth:`on` returned); False when it is not registered here."""
+        with self._lock:
+            for i, registered in enumerate(self._registrations):
+                if registered is registration:
+                    del self._registrations[i]
+                    return True
+        return False
+
     def registrations_for(self, hook_name: str) -> list[Registration]:
         """Only the registrations whose handler implements *hook_name*."""
         if not self._registrations:  # most registries are empty: skip the lock on the hot path
