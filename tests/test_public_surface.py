@@ -49,6 +49,9 @@ PUBLIC = {
     "robotlab.redis_memory": [
         "RedisMemory", "SERIALIZERS",
     ],
+    "robotlab.tracing": [
+        "TracingHook", "set_tracer_provider",
+    ],
     "robotlab.skills": [
         "AgentSkill", "AgentSkillCatalog", "Capabilities", "ScriptExecutor", "ScriptTool", "TimeoutExecutor",
         "resolve_skills",
