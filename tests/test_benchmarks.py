@@ -8,7 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from benchmarks import _backends, _report, boundary, fanout, network_io_scale, overhead, robot_fanout, startup
+from benchmarks import (
+    _backends,
+    _report,
+    boundary,
+    fanout,
+    network_io_scale,
+    overhead,
+    robot_fanout,
+    startup,
+    tracing_overhead,
+)
 
 RL, PPE, MP = "robotlab WorkerPool", "ProcessPoolExecutor", "multiprocessing.Pool"
 RL_SUB = "robotlab WorkerPool (subinterpreter)"
@@ -192,3 +202,14 @@ def test_network_io_scale_quick(capsys):
                   {"fanout_wall", "fanout_rss", "chain_overhead", "first_delta"})
     assert figures["median_s"].keys() == set(network_io_scale.CONTENDERS) == figures["peak_rss_mb"].keys()
     assert "ms/task" in capsys.readouterr().out
+
+
+def test_tracing_overhead_quick(capsys):
+    figures = tracing_overhead.main(quick=True)
+    check_figures(figures, "tracing_overhead", {"median_s", "ratio_vs_off", "chain_us_per_task", "sdk_us_per_span",
+                                                "spans_exported"}, {"chain_overhead", "fanout_overhead"})
+    for by_contender in figures["median_s"].values():
+        assert by_contender.keys() == set(tracing_overhead.CONTENDERS)
+    # Only the recording contender exports: 4 spans per chain task, the rest from the other workloads.
+    assert figures["spans_exported"] >= 4 * figures["chain_tasks"]
+    assert "per span" in capsys.readouterr().out
