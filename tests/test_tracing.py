@@ -19,6 +19,7 @@ from robotlab.llm import LlmReply, ScriptedModel, Usage, call
 from robotlab.parallel import shutdown_pool
 from robotlab.tracing import TracingHook
 from tests import network_jobs, tool_jobs
+from tests.doc_blocks import python_blocks, run_block
 from tests.test_network import mode_param
 
 EXPORTER = InMemorySpanExporter()
@@ -184,3 +185,8 @@ def test_tracing_off_imports_no_opentelemetry_and_the_environment_turns_it_on(se
         assert seen == {"otel": True, "tracing": True, "hooks": 1}
     else:
         assert seen == {"otel": False, "tracing": False, "hooks": 0}
+
+
+@pytest.mark.parametrize("index", range(len(python_blocks("docs/tracing.md"))))
+def test_docs_examples_run(index):
+    run_block("docs/tracing.md", index)
