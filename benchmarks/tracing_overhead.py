@@ -9,8 +9,8 @@ Side by side in one run, repetitions interleaved (order rotated), three contende
   whose exporter drops them (what an application exporting to a collector pays in this process).
 
 Workloads: the 200-task chain of ``network_io_scale`` (each task a scripted one-reply robot:
-4 spans per task), the same chain with ``parallel_mode="process"`` (the worker's spans come back
-with one more call per task), and ``robot_fanout`` (one reply with 16 ~50 ms CPU-bound
+3 spans per task: task, robot run, LLM call), a 100-task chain with ``parallel_mode="process"``
+(the worker's spans come back with one more call per task), and ``robot_fanout`` (one reply with 16 ~50 ms CPU-bound
 ``parallel_safe`` calls on a 2-worker process pool). Reports medians and the on / off ratios, and,
 as the floor under ``on``, what the SDK alone takes per span (start, attributes, end).
 Run: ``python -m benchmarks.tracing_overhead`` (``ROBOTLAB_BENCH_QUICK=1``: tiny sizes).
@@ -129,7 +129,7 @@ def main(quick: bool | None = None) -> dict:
     print_table(["workload", *(f"{c} (s)" for c in CONTENDERS), "not sampled / off", "on / off"],
                 [[w, *(medians[w][c] for c in CONTENDERS), ratios[w][UNSAMPLED], ratios[w][ON]] for w in workloads])
     print(f"200-task chain, per task: {per_task_us[OFF]:.0f} us off, {per_task_us[UNSAMPLED]:.0f} us on but not "
-          f"sampled, {per_task_us[ON]:.0f} us on; the SDK alone: {floor:.1f} us per span (4 spans a task)")
+          f"sampled, {per_task_us[ON]:.0f} us on; the SDK alone: {floor:.1f} us per span (3 spans a task)")
     check(figures, "chain_overhead", ratios[chain_name][ON], "<=", 1.10, "tracing on / off, 200-task chain")
     check(figures, "fanout_overhead", ratios["robot_fanout (16 calls, process pool)"][ON], "<=", 1.10,
           "tracing on / off, robot_fanout")

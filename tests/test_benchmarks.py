@@ -210,6 +210,6 @@ def test_tracing_overhead_quick(capsys):
                                                 "spans_exported"}, {"chain_overhead", "fanout_overhead"})
     for by_contender in figures["median_s"].values():
         assert by_contender.keys() == set(tracing_overhead.CONTENDERS)
-    # Only the recording contender exports: 4 spans per chain task, the rest from the other workloads.
-    assert figures["spans_exported"] >= 4 * figures["chain_tasks"]
+    # Only the recording contender exports: 3 spans per chain task, more from the other workloads.
+    assert figures["spans_exported"] >= 3 * figures["chain_tasks"]
     assert "per span" in capsys.readouterr().out

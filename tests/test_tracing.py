@@ -190,3 +190,23 @@ def test_tracing_off_imports_no_opentelemetry_and_the_environment_turns_it_on(se
 @pytest.mark.parametrize("index", range(len(python_blocks("docs/tracing.md"))))
 def test_docs_examples_run(index):
     run_block("docs/tracing.md", index)
+
+
+MISSING = """
+import sys
+sys.modules["opentelemetry"] = None  # as if robotlab[otel] were not installed
+import robotlab
+try:
+    robotlab.configure(tracing=True)
+except robotlab.DependencyError as exc:
+    print(exc)
+print(robotlab.config().tracing, len(robotlab.global_hooks().registrations()))
+"""
+
+
+def test_turning_tracing_on_without_the_api_says_what_to_install_and_changes_nothing():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("ROBOTLAB_TRACING", None)
+    out = subprocess.run([sys.executable, "-c", MISSING], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.splitlines() == ["tracing needs the OpenTelemetry API: pip install 'robotlab[otel]'",
+                                       "False 0"]

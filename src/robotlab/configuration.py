@@ -309,9 +309,9 @@ def configure(**values: Any) -> Config:
     if unknown:
         raise ConfigurationError(f"unknown setting(s): {', '.join(unknown)}. Valid: {', '.join(sorted(allowed))}")
     with _lock:
-        candidate = _load({**_overrides, **values})  # validates before anything changes
+        candidate = _applied(_load({**_overrides, **values}))  # validates before anything changes
         _overrides.update(values)
-        _current = _applied(candidate)
+        _current = candidate
         return _current
 
 

@@ -210,18 +210,25 @@ async def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Seq
                                  None, endpoints=endpoints)
         try:
             result, learnings = await awaited(pool, future)
-        except ToolLoopError as exc:
-            robot._broken_by = exc  # as in thread mode: clear_messages() before the next run
+        except Exception as exc:
+            _ran_on(pool, future, getattr(exc, "partial_result", None))
+            if isinstance(exc, ToolLoopError):
+                robot._broken_by = exc  # as in thread mode: clear_messages() before the next run
             raise
+        _ran_on(pool, future, result)
         robot._messages = [dict(m) for m in result.messages]
         robot._learnings = list(learnings)
-    for record in result.tool_calls:  # they ran in-process in the worker: on its backend
-        record.where, record.worker = pool.backend, future.worker_id
     if output is not None:
         result.output = output.value  # the typed value; the worker only had its JSON
     if events is not None:
         events.emit("run.completed", result=result)
     return result
+
+
+def _ran_on(pool: Any, future: Any, result: RobotResult | None) -> None:
+    """Mark *result*'s tool calls as run on the worker of *future* (in-process there: on the pool's backend)."""
+    for record in getattr(result, "tool_calls", None) or ():
+        record.where, record.worker = pool.backend, future.worker_id
 
 
 class _EventsEndpoint(Endpoint):

@@ -19,7 +19,7 @@ from robotlab.errors import DependencyError
 try:
     from opentelemetry import context as otel_context
     from opentelemetry import trace
-except ImportError as exc:  # pragma: no cover - exercised where the extra is missing
+except ImportError as exc:
     raise DependencyError("tracing needs the OpenTelemetry API: pip install 'robotlab[otel]'") from exc
 
 __all__ = ["OtelSink", "SpanIngest", "set_tracer_provider"]

@@ -22,7 +22,12 @@ __all__ = ["apply"]
 
 
 def apply(on: bool, registry: HookRegistry | None = None) -> None:
-    """Register the tracing hook in *registry* (the global one) when *on*, else remove it; idempotent."""
+    """Register the tracing hook in *registry* (the global one) when *on*, else remove it; idempotent.
+
+    Turning it on without the OpenTelemetry API installed raises ``DependencyError`` (nothing registered).
+    """
+    if on:
+        import robotlab.tracing.otel  # noqa: F401  (raises DependencyError naming the extra)
     registry = registry or global_hooks()
     mine = [r for r in registry.registrations() if r.handler_class is TracingHook]
     if on and not mine:
