@@ -18,7 +18,7 @@ from robotlab import tracing
 from robotlab.llm import LlmReply, ScriptedModel, Usage, call
 from robotlab.parallel import shutdown_pool
 from robotlab.tracing import TracingHook
-from tests import network_jobs, tool_jobs
+from tests import backends, network_jobs, tool_jobs
 from tests.doc_blocks import python_blocks, run_block
 from tests.test_network import mode_param
 
@@ -73,7 +73,14 @@ def priced(messages, tools):
     return LlmReply(text="done", usage=Usage(20, 2), cost=0.02, model="openai/gpt-x")
 
 
-@pytest.mark.parametrize("mode", [mode_param(m) for m in ("thread", "process", "subinterpreter")])
+@pytest.fixture(params=[mode_param(m) for m in ("thread", "process", "subinterpreter", "ray")])
+def mode(request):
+    if request.param == "ray":  # skipped with the DependencyError where Ray is missing (failed if required)
+        backends.use("ray")
+        request.getfixturevalue("ray_cluster")
+    return request.param
+
+
 def test_a_network_gives_one_span_tree_in_every_mode(mode):
     net = robotlab.create_network(name="pipeline", parallel_mode=mode)
     net.task("a", robotlab.build(name="ra", model=ScriptedModel(priced, name="openai/gpt-x"),
