@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import robotlab
 from robotlab import tracing
 from robotlab.llm import LlmReply, ScriptedModel, Usage, call
-from robotlab.parallel import shutdown_pool
+from robotlab.parallel import default_pool, shutdown_pool
 from robotlab.tracing import TracingHook
 from tests import backends, network_jobs, tool_jobs
 from tests.doc_blocks import python_blocks, run_block
@@ -152,6 +152,13 @@ def test_parallel_safe_tool_spans_come_back_from_the_pool_under_their_run():
     assert shape[:2] == [(0, "invoke_agent r"), (1, "chat scripted")]
     assert sorted(shape[2:4]) == [(1, "execute_tool explode"), (1, "execute_tool where_am_i")]
     assert named(spans, "execute_tool explode")[0].status.status_code == ERROR
+
+
+def test_a_tool_submitted_to_a_pool_directly_is_traced_under_the_applications_span():
+    with PROVIDER.get_tracer("app").start_as_current_span("request") as outer:
+        assert default_pool("process").run_tool(tool_jobs.word_count, {"text": "a b c"}) == 3
+    (span,) = named(EXPORTER.get_finished_spans(), "execute_tool word_count")
+    assert span.parent.span_id == outer.get_span_context().span_id
 
 
 def test_robotlab_spans_join_the_applications_trace_and_tracing_turns_off():

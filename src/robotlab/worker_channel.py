@@ -10,20 +10,20 @@ end of it, or None outside a job (the hook then runs in the parent itself).
 so this module (and ``robotlab.hooks``, which uses it) imports nothing.
 
 Example:
-    >>> parent_half("narrator") is None    # not in a worker job here
-    True
+    >>> in_job(), parent_half("narrator")    # not in a worker job here
+    (False, None)
 
 Standard library only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["endpoint_name", "install", "parent_half"]
+__all__ = ["endpoint_name", "in_job", "install", "parent_half"]
 
-_lookup: Callable[[str], Any] | None = None
+_job_endpoints: Callable[[], Mapping[str, Any] | None] | None = None
 
 
 def endpoint_name(namespace: str) -> str:
@@ -31,13 +31,20 @@ def endpoint_name(namespace: str) -> str:
     return f"hook:{namespace}"
 
 
-def install(lookup: Callable[[str], Any]) -> None:
-    """Set how the running job's endpoints are found (``lookup(name)``: the endpoint, or None)."""
-    global _lookup
-    _lookup = lookup
+def install(job_endpoints: Callable[[], Mapping[str, Any] | None]) -> None:
+    """Set how the running job's endpoints are found (by name; None outside a job)."""
+    global _job_endpoints
+    _job_endpoints = job_endpoints
+
+
+def in_job() -> bool:
+    """Whether this code runs inside a job on a WorkerPool (in a worker, or on a thread worker here)."""
+    find = _job_endpoints
+    return find is not None and find() is not None
 
 
 def parent_half(namespace: str) -> Any:
     """The running job's remote end of the hook *namespace*'s parent endpoint (``.call(op, *args)``), else None."""
-    lookup = _lookup
-    return None if lookup is None else lookup(endpoint_name(namespace))
+    find = _job_endpoints
+    endpoints = None if find is None else find()
+    return None if endpoints is None else endpoints.get(endpoint_name(namespace))

@@ -176,12 +176,10 @@ def endpoint(name: str) -> RemoteEndpoint | None:
     return endpoints.get(name)
 
 
-def _endpoint_or_none(name: str) -> RemoteEndpoint | None:
-    """:func:`endpoint`, with None outside a job (for ``robotlab.worker_channel``)."""
+def _job_endpoints() -> dict[str, RemoteEndpoint] | None:
+    """The running job's endpoints by name, None outside a job (for ``robotlab.worker_channel``)."""
     endpoints = _in_context.get()
-    if endpoints is None:
-        endpoints = _current
-    return None if endpoints is None else endpoints.get(name)
+    return _current if endpoints is None else endpoints
 
 
-worker_channel.install(_endpoint_or_none)
+worker_channel.install(_job_endpoints)

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from robotlab.configuration import RunConfig
 from robotlab.errors import JobTimeout, WorkerCrashed
-from robotlab.hooks import current_hook_scope
 from robotlab.llm import ToolCall
 from robotlab.parallel.awaiting import awaited
 from robotlab.parallel.shared_pools import default_pool
-from robotlab.parallel.shipped_hooks import parent_endpoints
 from robotlab.result import ToolCallRecord
 from robotlab.tools import Tool
 
@@ -28,10 +26,8 @@ async def call_on_pool(tool: Tool, call: ToolCall, cfg: RunConfig, record: ToolC
     with ``raise_on_error``). Cancelling the awaiting run cancels the job.
     """
     pool = default_pool(cfg.pool_backend, cfg.pool_size)
-    scope = current_hook_scope()
-    hook_ends = {} if scope is None else parent_endpoints(scope.registries, scope.per_run_hooks, ("tool_call",))
     future = pool.submit_tool(type(tool), call.arguments, memory=tool.memory,
-                              errors="raise" if tool.raise_on_error else "text", endpoints=hook_ends)
+                              errors="raise" if tool.raise_on_error else "text")
     try:
         record.result = await awaited(pool, future)
     except (WorkerCrashed, JobTimeout) as exc:

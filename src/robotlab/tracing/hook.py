@@ -63,12 +63,13 @@ class TracingHook(Hook):
         parent = spans.current_span()
         if parent is not None:
             sink = parent.sink
-        else:
+        elif worker_channel.in_job():
             remote = worker_channel.parent_half(TracingHook.namespace)
-            if remote is not None:
-                sink = spans.RecordSink(remote)
-            else:
-                from robotlab.tracing.otel import SINK as sink
+            if remote is None:  # a job submitted without its parent half (not from a run): nowhere to send spans
+                return
+            sink = spans.RecordSink(remote)
+        else:
+            from robotlab.tracing.otel import SINK as sink
         span = OpenSpan(sink, parent, sink.start(name, None if parent is None else parent.handle, attributes))
         if parent is not None:
             parent.children[id(span)] = span
