@@ -24,10 +24,13 @@ Standard library only: this module loads in workers.
 from __future__ import annotations
 
 import contextvars
+import logging
 import time
 from typing import Any
 
 __all__ = ["OpenSpan", "RecordSink", "current_span", "reset_current", "set_current"]
+
+logger = logging.getLogger("robotlab.tracing")
 
 
 class OpenSpan:
@@ -90,4 +93,7 @@ class RecordSink:
             record[5]["error.type"] = error.split(":", 1)[0] if isinstance(error, str) else type(error).__qualname__
         if record[1] is None:
             records, self._records = tuple(tuple(r) for r in self._records), []
-            self._parent.call("spans", records)
+            try:
+                self._parent.call("spans", records)
+            except Exception as exc:  # tracing never fails the work it traces
+                logger.warning("%d spans of this job could not be sent to the parent: %s", len(records), exc)
