@@ -110,7 +110,8 @@ class Hooks:
         for registry in registries:
             if registry is not None:
                 out.extend(registry.registrations_for(hook_name))
-        out.extend(Hooks.per_run_entries(hook_name, per_run_hooks))
+        if per_run_hooks:
+            out.extend(Hooks.per_run_entries(hook_name, per_run_hooks))
         return out
 
     @staticmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,16 +66,16 @@ class HookRegistry:
                     return True
         return False
 
-    def registrations_for(self, hook_name: str) -> list[Registration]:
-        """Only the registrations whose handler implements *hook_name*."""
+    def registrations_for(self, hook_name: str) -> Sequence[Registration]:
+        """Only the registrations whose handler implements *hook_name* (a snapshot: later changes make a new one)."""
         if not self._registrations:  # most registries are empty: skip the lock on the hot path
-            return []
+            return ()
         found = self._by_name.get(hook_name)
         if found is None:
             with self._lock:
                 found = self._by_name[hook_name] = tuple(
                     r for r in self._registrations if r.handler_class.implements(hook_name))
-        return list(found)
+        return found
 
     def is_empty(self) -> bool:
         """Whether nothing is registered here (read without the lock: a racing ``on`` may not show yet)."""
