@@ -18,6 +18,7 @@ from benchmarks import (
     robot_fanout,
     round_trip_versions,
     startup,
+    tracing_overhead,
 )
 
 RL, PPE, MP = "robotlab WorkerPool", "ProcessPoolExecutor", "multiprocessing.Pool"
@@ -211,3 +212,14 @@ def test_network_io_scale_quick(capsys):
                   {"fanout_wall", "fanout_rss", "chain_overhead", "first_delta"})
     assert figures["median_s"].keys() == set(network_io_scale.CONTENDERS) == figures["peak_rss_mb"].keys()
     assert "ms/task" in capsys.readouterr().out
+
+
+def test_tracing_overhead_quick(capsys):
+    figures = tracing_overhead.main(quick=True)
+    check_figures(figures, "tracing_overhead", {"median_s", "ratio_vs_off", "chain_us_per_task", "sdk_us_per_span",
+                                                "spans_exported"}, {"chain_overhead", "fanout_overhead"})
+    for by_contender in figures["median_s"].values():
+        assert by_contender.keys() == set(tracing_overhead.CONTENDERS)
+    # Only the recording contender exports: 3 spans per chain task, more from the other workloads.
+    assert figures["spans_exported"] >= 3 * figures["chain_tasks"]
+    assert "per span" in capsys.readouterr().out

@@ -60,6 +60,9 @@ PUBLIC = {
     "robotlab.semantic_cache": [
         "BACKENDS", "CacheHit", "CacheLookup", "EXTENSION", "SemanticCache", "install", "installed", "uninstall",
     ],
+    "robotlab.tracing": [
+        "TracingHook", "set_tracer_provider",
+    ],
     "robotlab.skills": [
         "AgentSkill", "AgentSkillCatalog", "Capabilities", "ScriptExecutor", "ScriptTool", "TimeoutExecutor",
         "resolve_skills",

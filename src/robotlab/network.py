@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from robotlab.budget import Ledger
 from robotlab.bus import Bus
-from robotlab.configuration import RunConfig
+from robotlab.configuration import RunConfig, config
 from robotlab.errors import ConfigurationError, Error, RactorBoundaryError
 from robotlab.events import Event, EventEmitter, stream_events
 from robotlab.hooks import HookRegistry, Hooks, NetworkRunHookContext, global_hooks
@@ -183,6 +183,7 @@ class Network:
         """
         shown = progress_hooks(self, progress)
         order = self.validate()
+        config()  # the global configuration is loaded (tracing switched on, say) before the first hook fires
         pool = None if self.parallel_mode == "thread" else self._checked_pool()
         memory = memory if memory is not None else self.memory
         for key, value in context.items():

@@ -261,7 +261,7 @@ class RobotRun:
             if type(tool).parallel_safe and cfg.get("parallel_tools") and cfg.pool_backend != "thread":
                 from robotlab.parallel.tool_job import call_on_pool
 
-                record.result, record.hook_metadata, record.where = await call_on_pool(tool, call, cfg)
+                await call_on_pool(tool, call, cfg, record)
             else:
                 metadata = ExtensionState()
                 record.result = await tool.acall(call.arguments, metadata=metadata)
@@ -269,6 +269,9 @@ class RobotRun:
             if isinstance(record.result, str) and record.result.startswith(f"Error ({tool.name}): "):
                 record.error = record.result
         record.duration = time.perf_counter() - started
+        # A pool job's run time is the worker's own; everything else was waiting and crossing.
+        record.run_s = record.duration if record.worker is None else min(record.run_s, record.duration)
+        record.queued_s = record.duration - record.run_s
         self._emit("tool_call.completed", id=call.id, name=call.name, result=record.result, error=record.error)
         return record
 
