@@ -41,7 +41,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from robotlab.errors import DependencyError, RactorBoundaryError, ToolError, WireError
-from robotlab.parallel import shipped_hooks, wire
+from robotlab.parallel import shared_buffers, shipped_hooks, wire
 from robotlab.parallel.boundary import resolve
 from robotlab.parallel.memory_proxy import MemoryProxy
 from robotlab.parallel.parent_calls import ParentLink, RemoteEndpoint, job_endpoints
@@ -189,7 +189,8 @@ def _refused_import(exc: BaseException) -> DependencyError | None:
     return None
 
 
-def _error_reply(job_id: int | None, exc: BaseException, hook_metadata: dict | None, seconds: float) -> bytes:
+def _error_reply(job_id: int | None, exc: BaseException, hook_metadata: dict | None, seconds: float,
+                 outbox: Any = None) -> bytes:
     exc = _refused_import(exc) or exc
     try:
         frame = _encode(exc)
@@ -197,13 +198,13 @@ def _error_reply(job_id: int | None, exc: BaseException, hook_metadata: dict | N
         frame = None  # the parent rebuilds a robotlab Error from the name and message
     name = f"{type(exc).__module__}.{type(exc).__qualname__}"
     tb_text = "".join(traceback.format_exception(exc))
-    return _encode(("err", job_id, frame, name, str(exc), tb_text, hook_metadata, seconds))
+    return _encode(("err", job_id, frame, name, str(exc), tb_text, hook_metadata, seconds), outbox)
 
 
-def _encode(message: Any) -> bytes:
+def _encode(message: Any, outbox: Any = None) -> bytes:
     # Every message is a tuple, which pickle carries with its types; and msgspec,
-    # which refuses subinterpreters, is never loaded here.
-    return wire.encode(message, msgpack=False)
+    # which refuses subinterpreters, is never loaded here. Large buffers go to *outbox*, if any.
+    return wire.encode(message, msgpack=False, outbox=outbox)
 
 
 def _start(send_frame: Callable[[bytes], None], ident: int, log_level: int | None, initializer: str | None,
@@ -227,12 +228,13 @@ def _start(send_frame: Callable[[bytes], None], ident: int, log_level: int | Non
 
 
 def serve(channel: Channel, ident: int, log_level: int | None, initializer: str | None, initargs: tuple, *,
-          per_thread: bool = False) -> bool:
+          per_thread: bool = False, outbox: Any = None) -> bool:
     """The worker loop: until the parent sends ``None`` (then True) or closes the channel (False).
 
     *log_level* None leaves logging alone, and *per_thread* keeps each job's endpoints to
     this thread: both for a thread worker, which shares the parent's interpreter (its log
     records already reach the parent's handlers, and other workers run jobs beside it).
+    *outbox*: where the large buffers of results go (``shared_buffers``), None to keep them in the frame.
     """
     send_lock = threading.Lock()
 
@@ -268,19 +270,33 @@ def serve(channel: Channel, ident: int, log_level: int | None, initializer: str 
             with job_endpoints(link, None if endpoint_ids is None else dict(endpoint_ids),
                                per_thread=per_thread) as endpoints:
                 result = _run(kind, target, args, kwargs, endpoints.get("memory"), hooks, hook_metadata)
+            del args, kwargs, job  # the job's buffers: their mappings go as soon as the job lets go of them
             try:
-                reply = _encode(("ok", job_id, result, hook_metadata or None, time.perf_counter() - started))
+                reply = _encode(("ok", job_id, result, hook_metadata or None, time.perf_counter() - started), outbox)
             except (WireError, RactorBoundaryError) as exc:
                 raise type(exc)(f"the result of {target} cannot be sent back to the parent: {exc}") from exc
+            finally:
+                del result
         except BaseException as exc:
-            reply = _error_reply(job_id, exc, hook_metadata or None, time.perf_counter() - started)
-        try:
-            send_frame(reply)
-        except OSError:
+            reply = _error_reply(job_id, exc, hook_metadata or None, time.perf_counter() - started, outbox)
+        if not _send_reply(send_frame, reply, outbox):
             return False  # the parent gave up on this worker (a timeout) or is gone
 
 
-def _exit_with_parent(alive: Any) -> None:
+def _send_reply(send_frame: Callable[[bytes], None], reply: bytes, outbox: Any) -> bool:
+    """Send a job's reply; False if the parent is gone (then its shared-memory segments are freed here)."""
+    try:
+        send_frame(reply)
+    except OSError:
+        if outbox is not None:
+            outbox.discard_unsent()
+        return False
+    if outbox is not None:
+        outbox.sent()
+    return True
+
+
+def _exit_with_parent(alive: Any, outbox: Any) -> None:
     """Only the parent holds the write end of *alive*: EOF means the parent is gone.
 
     Then the pool cannot end this worker's process group, so the worker does (see
@@ -289,6 +305,8 @@ def _exit_with_parent(alive: Any) -> None:
     from multiprocessing.connection import wait
 
     wait([alive])
+    if outbox is not None:
+        outbox.close()  # its result files: nobody will take them now
     _end_own_group()
     os._exit(0)
 
@@ -323,8 +341,13 @@ def process_main(conn: Any, alive: Any, sys_path: list[str], log_level: int,
     _lead_own_group()  # before the first job: every process a job starts is in the group
     sys.path[:] = sys_path
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    threading.Thread(target=_exit_with_parent, args=(alive,), daemon=True, name="robotlab-parent-watch").start()
-    if not serve(conn, os.getpid(), log_level, initializer, initargs):
+    outbox = shared_buffers.NamedOutbox() if shared_buffers.supported() else None
+    threading.Thread(target=_exit_with_parent, args=(alive, outbox), daemon=True,
+                     name="robotlab-parent-watch").start()
+    stopped = serve(conn, os.getpid(), log_level, initializer, initargs, outbox=outbox)
+    if outbox is not None:
+        outbox.close()
+    if not stopped:
         # The channel closed without a stop: the parent died (its "alive" pipe may not show it
         # yet) or the pool gave up on this worker and kills it. Either way, end the group here.
         _end_own_group()
@@ -332,7 +355,7 @@ def process_main(conn: Any, alive: Any, sys_path: list[str], log_level: int,
 
 def interpreter_main(fd: int, ident: int, log_level: int, initializer: str | None, initargs_frame: bytes) -> None:
     """Entry point inside a subinterpreter; the socket *fd* is owned (and closed) by the parent."""
-    serve(_FdChannel(fd), ident, log_level, initializer, wire.decode(initargs_frame))
+    serve(_FdChannel(fd), ident, log_level, initializer, wire.decode(initargs_frame), outbox=_transfer_outbox())
 
 
 def thread_main(fd: int, ident: int, initializer: str | None, initargs: tuple) -> None:
@@ -340,4 +363,8 @@ def thread_main(fd: int, ident: int, initializer: str | None, initargs: tuple) -
 
     No spinning while idle: the thread would contend for the GIL it shares with the parent.
     """
-    serve(_FdChannel(fd, spin=0.0), ident, None, initializer, initargs, per_thread=True)
+    serve(_FdChannel(fd, spin=0.0), ident, None, initializer, initargs, per_thread=True, outbox=_transfer_outbox())
+
+
+def _transfer_outbox() -> shared_buffers.TransferOutbox | None:
+    return shared_buffers.TransferOutbox() if shared_buffers.supported() else None

@@ -36,9 +36,9 @@ class RemoteTraceback(Exception):
 
 
 def job_frame(job_id: int, kind: str, target: str, args: tuple, kwargs: dict, endpoint_ids: Any,
-              hooks: Any) -> bytes:
-    """The frame of one job (its arguments already frozen)."""
-    return wire.encode((job_id, kind, target, args, kwargs, endpoint_ids, hooks))
+              hooks: Any, outbox: Any = None) -> bytes:
+    """The frame of one job (its arguments already frozen); its large buffers go to *outbox*, if given."""
+    return wire.encode((job_id, kind, target, args, kwargs, endpoint_ids, hooks), outbox=outbox)
 
 
 def outcome_of(target: str, reply: tuple) -> Any:
