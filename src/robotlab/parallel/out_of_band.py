@@ -30,7 +30,7 @@ from typing import Any
 from robotlab.errors import WireError
 from robotlab.parallel.boundary import FrozenDict
 
-__all__ = ["THRESHOLD", "dumps", "has_large_buffer", "loads"]
+__all__ = ["THRESHOLD", "dumps", "has_large_buffer", "keep_small", "loads"]
 
 #: Buffers of at least this many bytes leave the frame (measured: docs/performance.md, "Large payloads").
 THRESHOLD = 64 * 1024
@@ -67,19 +67,29 @@ def has_large_buffer(value: Any, depth: int = 3) -> bool:
     return any(type(item) in _SCANNED and has_large_buffer(item, depth - 1) for item in items)
 
 
+def keep_small(left_out: list[Any], threshold: float = THRESHOLD) -> Any:
+    """The ``buffer_callback``: keep a small buffer in the pickle (True), leave a large one out (False).
+
+    A closure, not a method: a pickler that held its own bound method would be a reference cycle
+    through the buffers, and the garbage collector cannot clear a cycle through exported buffers.
+    """
+
+    def keep(buffer: pickle.PickleBuffer) -> bool:
+        if buffer.raw().nbytes < threshold:
+            return True
+        left_out.append(buffer)
+        return False
+
+    return keep
+
+
 class _Pickler(pickle.Pickler):
     def __init__(self, file: io.BytesIO, take: bool) -> None:
-        super().__init__(file, protocol=5, buffer_callback=self._out_of_band if take else None)
         self.threshold = THRESHOLD if take else float("inf")
         self.taken: list[Any] = []  # by persistent id, which says the index
         self.left_out: list[Any] = []  # PickleBuffers, in the order pickle wants them back
-
-    def _out_of_band(self, buffer: pickle.PickleBuffer) -> bool:
-        """pickle asks: keep *buffer* in the pickle (True) or leave it out (False)?"""
-        if buffer.raw().nbytes < self.threshold:
-            return True
-        self.left_out.append(buffer)
-        return False
+        super().__init__(file, protocol=5, buffer_callback=keep_small(self.left_out, self.threshold) if take
+                         else None)
 
     def _take(self, data: Any) -> int:
         self.taken.append(data)
@@ -145,6 +155,7 @@ def dumps(obj: Any, *, take: bool = True) -> tuple[bytes, list[Any], int]:
     file = io.BytesIO()
     pickler = _Pickler(file, take)
     pickler.dump(obj)
+    pickler.clear_memo()
     return file.getvalue(), [*pickler.taken, *pickler.left_out], len(pickler.taken)
 
 

@@ -71,15 +71,8 @@ def _pickled(obj: Any, outbox: Any) -> tuple[bytes, bytes]:
             return b"B", _inline(body)
     if not out_of_band.has_large_buffer(obj):
         left_out: list[pickle.PickleBuffer] = []
-
-        def keep_small(buffer: pickle.PickleBuffer) -> bool:
-            if buffer.raw().nbytes < out_of_band.THRESHOLD:
-                return True
-            left_out.append(buffer)
-            return False
-
         with contextlib.suppress(TypeError):  # a memoryview: out_of_band carries it
-            payload = pickle.dumps(obj, protocol=5, buffer_callback=keep_small)
+            payload = pickle.dumps(obj, protocol=5, buffer_callback=out_of_band.keep_small(left_out))
             if not left_out and len(payload) < out_of_band.THRESHOLD:
                 return b"P", payload
     body, buffers, taken = out_of_band.dumps(obj)
