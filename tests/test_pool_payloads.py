@@ -213,3 +213,13 @@ def test_a_sigkilled_parent_leaves_no_segment_behind(tmp_path: Path):
         owner.kill()
         owner.communicate()
     assert shm_files() - shm_before == set()
+
+
+def test_bytes_a_job_returns_unchanged_come_back_as_the_callers_own_object(backend):
+    sent = b"e" * BIG
+    with WorkerPool(size=1, backend=backend) as pool:
+        echoed = pool.submit(jobs.echo, {"data": sent}).result(60)["data"]
+        rebuilt = pool.submit(jobs.made_here, False).result(60)["bytes"]
+    shares = backend != "ray" and shared_buffers.supported()
+    assert echoed == sent and (echoed is sent) is shares  # no copy back where memory is shared
+    assert rebuilt == b"b" * BIG

@@ -201,10 +201,10 @@ def _error_reply(job_id: int | None, exc: BaseException, hook_metadata: dict | N
     return _encode(("err", job_id, frame, name, str(exc), tb_text, hook_metadata, seconds), outbox)
 
 
-def _encode(message: Any, outbox: Any = None) -> bytes:
+def _encode(message: Any, outbox: Any = None, received: dict | None = None) -> bytes:
     # Every message is a tuple, which pickle carries with its types; and msgspec,
     # which refuses subinterpreters, is never loaded here. Large buffers go to *outbox*, if any.
-    return wire.encode(message, msgpack=False, outbox=outbox)
+    return wire.encode(message, msgpack=False, outbox=outbox, received=received)
 
 
 def _start(send_frame: Callable[[bytes], None], ident: int, log_level: int | None, initializer: str | None,
@@ -245,12 +245,18 @@ def serve(channel: Channel, ident: int, log_level: int | None, initializer: str 
     if not _start(send_frame, ident, log_level, initializer, initargs):
         return True
 
+    received: dict[int, dict] = {}  # by job id: the large bytes its frame brought (see wire.encode)
+
     def receive() -> Any:
         frame = channel.recv_bytes()
+        seen: dict = {}
         try:
-            return wire.decode(frame)
+            message = wire.decode(frame, received=seen)
         except WireError as exc:  # fail that job, keep serving
             return WireError(f"the job cannot be decoded in this worker: {exc}")
+        if seen:
+            received[message[0]] = seen
+        return message
 
     link = ParentLink(send_frame, receive)
     while True:
@@ -272,12 +278,14 @@ def serve(channel: Channel, ident: int, log_level: int | None, initializer: str 
                 result = _run(kind, target, args, kwargs, endpoints.get("memory"), hooks, hook_metadata)
             del args, kwargs, job  # the job's buffers: their mappings go as soon as the job lets go of them
             try:
-                reply = _encode(("ok", job_id, result, hook_metadata or None, time.perf_counter() - started), outbox)
+                reply = _encode(("ok", job_id, result, hook_metadata or None, time.perf_counter() - started), outbox,
+                                received.pop(job_id, None))
             except (WireError, RactorBoundaryError) as exc:
                 raise type(exc)(f"the result of {target} cannot be sent back to the parent: {exc}") from exc
             finally:
                 del result
         except BaseException as exc:
+            received.pop(job_id, None)
             reply = _error_reply(job_id, exc, hook_metadata or None, time.perf_counter() - started, outbox)
         if not _send_reply(send_frame, reply, outbox):
             return False  # the parent gave up on this worker (a timeout) or is gone

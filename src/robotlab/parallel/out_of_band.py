@@ -84,7 +84,8 @@ def keep_small(left_out: list[Any], threshold: float = THRESHOLD) -> Any:
 
 
 class _Pickler(pickle.Pickler):
-    def __init__(self, file: io.BytesIO, take: bool) -> None:
+    def __init__(self, file: io.BytesIO, take: bool, received: dict[int, tuple[bytes, int]] | None) -> None:
+        self.received = received or {}
         self.threshold = THRESHOLD if take else float("inf")
         self.taken: list[Any] = []  # by persistent id, which says the index
         self.left_out: list[Any] = []  # PickleBuffers, in the order pickle wants them back
@@ -97,6 +98,8 @@ class _Pickler(pickle.Pickler):
 
     def persistent_id(self, obj: Any) -> Any:
         cls = type(obj)
+        if cls is bytes and id(obj) in self.received and self.received[id(obj)][0] is obj:
+            return ("sent", self.received[id(obj)][1])  # the sender's own object comes back: not a byte copied
         if cls is memoryview:
             return _memoryview_id(self, obj)
         if cls not in _BUFFER_TYPES or cls is pickle.PickleBuffer or _nbytes(obj) < self.threshold:
@@ -123,15 +126,23 @@ _CASTABLE = frozenset("bBhHiIlLqQnNfdc?e") | frozenset("@" + c for c in "bBhHiIl
 
 
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, file: io.BytesIO, taken: Sequence[memoryview], rest: Sequence[memoryview]) -> None:
+    def __init__(self, file: io.BytesIO, taken: Sequence[memoryview], rest: Sequence[memoryview],
+                 sent: Sequence[Any], received: dict[int, tuple[bytes, int]] | None) -> None:
         super().__init__(file, buffers=rest)
-        self._taken = taken
+        self._taken, self._sent, self._received = taken, sent, received
 
     def persistent_load(self, pid: Any) -> Any:
         kind, index, *more = pid
+        if kind == "sent":
+            if index >= len(self._sent) or type(self._sent[index]) is not bytes:
+                raise pickle.UnpicklingError(f"buffer {index} of the job was not sent bytes")
+            return self._sent[index]
         data = self._taken[index] if index is not None else None
         if kind == "bytes":
-            return bytes(data)
+            rebuilt = bytes(data)
+            if self._received is not None:
+                self._received[id(rebuilt)] = (rebuilt, index)
+            return rebuilt
         if kind == "bytearray":
             return bytearray(data)
         if kind == "array":
@@ -147,18 +158,27 @@ class _Unpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"unknown persistent id {kind!r}")
 
 
-def dumps(obj: Any, *, take: bool = True) -> tuple[bytes, list[Any], int]:
+def dumps(obj: Any, *, take: bool = True,
+          received: dict[int, tuple[bytes, int]] | None = None) -> tuple[bytes, list[Any], int]:
     """The pickle of *obj* without its large buffers, those buffers, and how many of them come first by persistent id.
 
     *take* False leaves every buffer inside the pickle (memoryviews too): for a peer with no shared memory.
+    *received*: the large ``bytes`` that :func:`loads` rebuilt from the peer's frame (see there);
+    one that *obj* holds goes back by reference, as ``("sent", index)``.
     """
     file = io.BytesIO()
-    pickler = _Pickler(file, take)
+    pickler = _Pickler(file, take, received)
     pickler.dump(obj)
     pickler.clear_memo()
     return file.getvalue(), [*pickler.taken, *pickler.left_out], len(pickler.taken)
 
 
-def loads(body: bytes | memoryview, buffers: Sequence[memoryview], taken: int) -> Any:
-    """Rebuild what :func:`dumps` pickled, from views of its buffers' bytes in the same order."""
-    return _Unpickler(io.BytesIO(body), buffers[:taken], buffers[taken:]).load()
+def loads(body: bytes | memoryview, buffers: Sequence[memoryview], taken: int, *, sent: Sequence[Any] = (),
+          received: dict[int, tuple[bytes, int]] | None = None) -> Any:
+    """Rebuild what :func:`dumps` pickled, from views of its buffers' bytes in the same order.
+
+    *sent*: the buffers this side sent with the frame this one answers (a reference to one
+    of them is that very object: ``bytes`` are immutable). *received*: a dict that collects
+    the large ``bytes`` rebuilt here, by ``id``, for the answer's :func:`dumps`.
+    """
+    return _Unpickler(io.BytesIO(body), buffers[:taken], buffers[taken:], sent, received).load()

@@ -377,7 +377,7 @@ class WorkerPool(Executor):
             raise
         future = PoolFuture(self._read)
         future._job = Job(job_id, frame, future, target, timeout, profile=(kind, target),
-                          endpoints={id(e): e for e in (endpoints or {}).values()})
+                          endpoints={id(e): e for e in (endpoints or {}).values()}, outbox=outbox)
         if outbox is not None and outbox.holds():
             # However the job ends (a result, an error, a timeout, a cancel, a dead worker), its segments go.
             future.add_done_callback(lambda _: outbox.release())

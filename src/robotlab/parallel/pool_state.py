@@ -36,6 +36,7 @@ class Job:
     profile: tuple[str, str] = ("call", "")  # (kind, target): its run time is learned under this key
     endpoints: dict[int, Endpoint] = field(default_factory=dict)  # parent objects it may call, by id
     stopped: bool = False  # WorkerPool.stop() was called while it ran
+    outbox: Any = None  # the shared-memory segments of its frame (shared_buffers.JobOutbox), if any
 
 
 @dataclass(eq=False)

@@ -87,10 +87,12 @@ class JobOutbox:
 
     def __init__(self) -> None:
         self._fds: list[int] = []
+        self.sent: Sequence[Any] = ()  # the buffers stored: a reply may refer to them (``out_of_band``)
 
     def store(self, buffers: Sequence[Any]) -> tuple:
         fd = _memfd()
         self._fds.append(fd)
+        self.sent = buffers
         inode, sizes = _write(fd, buffers)
         return ("fd", os.getpid(), fd, inode, sizes)
 
@@ -100,6 +102,7 @@ class JobOutbox:
     def release(self) -> None:
         """Close the segments (idempotent); a worker that mapped one keeps its mapping."""
         fds, self._fds = self._fds, []
+        self.sent = ()
         for fd in fds:
             os.close(fd)
 

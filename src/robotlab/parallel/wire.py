@@ -61,7 +61,7 @@ def _is_plain(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def _pickled(obj: Any, outbox: Any) -> tuple[bytes, bytes]:
+def _pickled(obj: Any, outbox: Any, received: dict | None) -> tuple[bytes, bytes]:
     """The kind and payload of *obj* as pickle: ``B`` when *outbox* took its large buffers, else ``P``."""
     if outbox is None:
         try:
@@ -75,7 +75,7 @@ def _pickled(obj: Any, outbox: Any) -> tuple[bytes, bytes]:
             payload = pickle.dumps(obj, protocol=5, buffer_callback=out_of_band.keep_small(left_out))
             if not left_out and len(payload) < out_of_band.THRESHOLD:
                 return b"P", payload
-    body, buffers, taken = out_of_band.dumps(obj)
+    body, buffers, taken = out_of_band.dumps(obj, received=received)
     if not buffers:
         return b"B", _inline(body)
     ref = pickle.dumps((outbox.store(buffers), taken), protocol=5)
@@ -88,8 +88,13 @@ def _inline(body: bytes) -> bytes:
     return _REF_LENGTH.pack(len(ref)) + ref + body
 
 
-def encode(obj: Any, *, allow_code: bool = False, msgpack: bool = True, outbox: Any = None) -> bytes:
-    """Encode *obj* as one frame; with an *outbox* (``shared_buffers``), its large buffers go there."""
+def encode(obj: Any, *, allow_code: bool = False, msgpack: bool = True, outbox: Any = None,
+           received: dict | None = None) -> bytes:
+    """Encode *obj* as one frame; with an *outbox* (``shared_buffers``), its large buffers go there.
+
+    *received*: what :func:`decode` collected from the frame this one answers: a large
+    ``bytes`` from there that *obj* still holds goes back as a reference (``out_of_band``).
+    """
     kind, payload = b"P", None
     if msgpack and outbox is None and _is_plain(obj):
         import msgspec
@@ -98,7 +103,7 @@ def encode(obj: Any, *, allow_code: bool = False, msgpack: bool = True, outbox: 
             kind, payload = b"M", msgspec.msgpack.encode(obj)
     if payload is None:
         try:
-            kind, payload = _pickled(obj, outbox)
+            kind, payload = _pickled(obj, outbox, received)
         except RecursionError:
             raise RactorBoundaryError(f"cannot encode {type(obj).__name__} for a worker: it nests deeper than "
                                       "pickle can recurse here") from None
@@ -115,15 +120,19 @@ def encode(obj: Any, *, allow_code: bool = False, msgpack: bool = True, outbox: 
     return prefix + zlib.crc32(payload, zlib.crc32(prefix)).to_bytes(4, "big") + payload
 
 
-def _load_shared(payload: memoryview) -> Any:
+def _load_shared(payload: memoryview, sent: Any, received: dict | None) -> Any:
     (length,) = _REF_LENGTH.unpack_from(payload)
     ref, taken = pickle.loads(payload[_REF_LENGTH.size:_REF_LENGTH.size + length])
     buffers = [] if ref is None else shared_buffers.open_segment(ref)
-    return out_of_band.loads(payload[_REF_LENGTH.size + length:], buffers, taken)
+    return out_of_band.loads(payload[_REF_LENGTH.size + length:], buffers, taken, sent=sent, received=received)
 
 
-def decode(data: bytes | bytearray | memoryview) -> Any:
-    """Decode one frame made by :func:`encode`."""
+def decode(data: bytes | bytearray | memoryview, *, sent: Any = (), received: dict | None = None) -> Any:
+    """Decode one frame made by :func:`encode`.
+
+    *sent*: the buffers of the frame this one answers (an outbox's ``sent``), which it may
+    refer to; *received*: a dict to collect the large ``bytes`` rebuilt here (see :func:`encode`).
+    """
     view = memoryview(data)
     if len(view) < _HEADER.size:
         raise WireError(f"truncated frame: {len(view)} bytes, the header alone is {_HEADER.size}")
@@ -141,7 +150,7 @@ def decode(data: bytes | bytearray | memoryview) -> Any:
         if kind in (b"P", b"C"):  # cloudpickle output loads with plain pickle
             return pickle.loads(payload)
         if kind == b"B":
-            return _load_shared(payload)
+            return _load_shared(payload, sent, received)
     # Unpickling runs the data's own code, which may even call sys.exit. Other BaseExceptions
     # (KeyboardInterrupt, a test runner's timeout raised from a signal handler) are not the
     # data's doing and pass through: turned into a WireError they would be lost.
