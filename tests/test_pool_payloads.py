@@ -24,9 +24,11 @@ from robotlab.parallel import WorkerPool, shared_buffers, wire
 from robotlab.parallel.boundary import FrozenDict
 from tests import backends
 from tests import payload_jobs as jobs
+from tests.doc_blocks import python_blocks, run_block
 
 pytestmark = pytest.mark.skipif(not shared_buffers.supported(), reason="shared memory needs Linux")
 BIG = jobs.BIG
+DOCS = "docs/parallel.md"
 
 
 def shm_files() -> set[str]:
@@ -223,3 +225,8 @@ def test_bytes_a_job_returns_unchanged_come_back_as_the_callers_own_object(backe
     shares = backend != "ray" and shared_buffers.supported()
     assert echoed == sent and (echoed is sent) is shares  # no copy back where memory is shared
     assert rebuilt == b"b" * BIG
+
+
+def test_the_docs_example_runs():
+    index = next(i for i, block in enumerate(python_blocks(DOCS)) if "crosses in shared memory" in block)
+    run_block(DOCS, index)
