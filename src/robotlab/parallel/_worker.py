@@ -227,6 +227,23 @@ def _start(send_frame: Callable[[bytes], None], ident: int, log_level: int | Non
     return True
 
 
+def _receiver(channel: Channel, received: dict[int, dict]) -> Callable[[], Any]:
+    """A function reading the next frame from *channel*; the large ``bytes`` a job frame brought go to *received*."""
+
+    def receive() -> Any:
+        frame = channel.recv_bytes()
+        seen: dict = {}
+        try:
+            message = wire.decode(frame, received=seen)
+        except WireError as exc:  # fail that job, keep serving
+            return WireError(f"the job cannot be decoded in this worker: {exc}")
+        if seen:
+            received[message[0]] = seen
+        return message
+
+    return receive
+
+
 def serve(channel: Channel, ident: int, log_level: int | None, initializer: str | None, initargs: tuple, *,
           per_thread: bool = False, outbox: Any = None) -> bool:
     """The worker loop: until the parent sends ``None`` (then True) or closes the channel (False).
@@ -246,17 +263,7 @@ def serve(channel: Channel, ident: int, log_level: int | None, initializer: str 
         return True
 
     received: dict[int, dict] = {}  # by job id: the large bytes its frame brought (see wire.encode)
-
-    def receive() -> Any:
-        frame = channel.recv_bytes()
-        seen: dict = {}
-        try:
-            message = wire.decode(frame, received=seen)
-        except WireError as exc:  # fail that job, keep serving
-            return WireError(f"the job cannot be decoded in this worker: {exc}")
-        if seen:
-            received[message[0]] = seen
-        return message
+    receive = _receiver(channel, received)
 
     link = ParentLink(send_frame, receive)
     while True:

@@ -55,6 +55,11 @@ class PoolWorker:
         self._poller = select.poll()
         self._poller.register(self.handle.conn.fileno(), select.POLLIN)
 
+    def sent(self) -> Any:
+        """The buffers its running job's frame sent: the next reply may refer to them (replies come in job order)."""
+        outbox = self.jobs[0].outbox if self.jobs else None
+        return () if outbox is None else outbox.sent
+
     def has_data(self) -> bool:
         """Whether the pipe has data or reached EOF; OSError once the pool closed it."""
         if self.handle.conn.closed:

@@ -190,9 +190,7 @@ class Supervisor:
             while worker in self.worker_set.members and worker.has_data():
                 frame = worker.handle.conn.recv_bytes()
                 try:
-                    # Replies come in job order: one may refer to buffers its job (jobs[0]) sent.
-                    outbox = worker.jobs[0].outbox if worker.jobs else None
-                    message = wire.decode(frame, sent=() if outbox is None else outbox.sent)
+                    message = wire.decode(frame, sent=worker.sent())
                 except WireError as exc:  # fail the job, keep the pool
                     if not worker.jobs:
                         continue
