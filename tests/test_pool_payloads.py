@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from robotlab.errors import JobTimeout, WorkerCrashed
+from robotlab.errors import JobTimeout, RactorBoundaryError, WorkerCrashed
 from robotlab.parallel import WorkerPool, shared_buffers, wire
-from robotlab.parallel.boundary import FrozenDict
+from robotlab.parallel.boundary import FrozenDict, freeze_deep
 from tests import backends
 from tests import payload_jobs as jobs
 from tests.doc_blocks import python_blocks, run_block
@@ -230,3 +230,18 @@ def test_bytes_a_job_returns_unchanged_come_back_as_the_callers_own_object(backe
 def test_the_docs_example_runs():
     index = next(i for i, block in enumerate(python_blocks(DOCS)) if "crosses in shared memory" in block)
     run_block(DOCS, index)
+
+
+def test_freeze_deep_makes_buffers_read_only_without_copying_them():
+    source = bytearray(b"abc")
+    frozen = freeze_deep({"view": memoryview(source)})["view"]
+    assert frozen.readonly and frozen.obj is source  # a view of the caller's memory, not a copy
+    assert freeze_deep(frozen) is frozen  # already read-only: as it is
+    assert freeze_deep(pickle.PickleBuffer(source)).raw().readonly
+    numpy = numpy_or_none("process")
+    if numpy is not None:
+        array_ = numpy.zeros(3)
+        view = freeze_deep(array_)
+        assert not view.flags.writeable and array_.flags.writeable and view.base is array_
+        with pytest.raises(RactorBoundaryError, match=r"args\[0\]: a numpy array of Python objects"):
+            freeze_deep((numpy.array([[]], dtype=object),), root="args")

@@ -1,7 +1,8 @@
 """What may cross to a worker: ``freeze_deep``, ``is_shareable``, and import paths.
 
 ``freeze_deep(value)`` returns a deeply immutable equivalent (dict → FrozenDict,
-list → tuple, set → frozenset, bytearray → bytes) or raises
+list → tuple, set → frozenset, bytearray → bytes; a memoryview, PickleBuffer or
+numpy array → a read-only view of the same memory; array.array as it is) or raises
 ``RactorBoundaryError`` naming the path and type of the first value that
 cannot cross. It never mutates its input, is idempotent (an already frozen
 result comes back as the same object; a ``FrozenDict`` is checked again all

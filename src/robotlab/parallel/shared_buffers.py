@@ -143,9 +143,6 @@ class TransferOutbox(_WorkerOutbox):
     def discard(self, ref: tuple) -> None:
         os.close(ref[1])
 
-    def close(self) -> None:
-        self.discard_unsent()
-
 
 class NamedOutbox(_WorkerOutbox):
     """A worker process's result files in ``/dev/shm``: the parent unlinks each one it maps; :meth:`close` the rest."""
@@ -222,9 +219,11 @@ def open_segment(ref: tuple) -> list[memoryview]:
     """Views of the buffers *ref* names, over a private copy-on-write mapping (writes stay in this process)."""
     *_, inode, sizes = ref
     fd = _open(ref)
+    if os.fstat(fd).st_ino != inode:
+        if ref[0] != "own":  # an "own" fd that changed is not ours to close
+            os.close(fd)
+        raise WireError("the shared-memory segment of this frame was replaced: its sender ended the job")
     try:
-        if os.fstat(fd).st_ino != inode:
-            raise WireError("the shared-memory segment of this frame was replaced: its sender ended the job")
         offsets = _offsets(sizes)
         total = offsets[-1] + sizes[-1] if sizes else 0
         if total == 0:
