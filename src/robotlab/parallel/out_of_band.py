@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import array
 import io
+import itertools
 import pickle
 from collections.abc import Sequence
 from typing import Any
@@ -30,7 +31,7 @@ from typing import Any
 from robotlab.errors import WireError
 from robotlab.parallel.boundary import FrozenDict
 
-__all__ = ["THRESHOLD", "dumps", "has_large_buffer", "keep_small", "loads"]
+__all__ = ["THRESHOLD", "dumps", "has_large_buffer", "loads"]
 
 #: Buffers of at least this many bytes leave the frame (measured: docs/performance.md, "Large payloads").
 THRESHOLD = 64 * 1024
@@ -56,18 +57,20 @@ def has_large_buffer(value: Any, depth: int = 3) -> bool:
     cls = type(value)
     if cls in _BUFFER_TYPES:
         return _nbytes(value) >= THRESHOLD
-    if depth == 0:
-        return False
     if cls is tuple or cls is list:
-        items = value[:_SCAN_BREADTH]
+        items = value
     elif cls is dict or cls is FrozenDict:
-        items = list(value.values())[:_SCAN_BREADTH]
+        items = value.values()
     else:
         return False
+    if depth == 0:
+        return False
+    if len(items) > _SCAN_BREADTH:
+        items = itertools.islice(items, _SCAN_BREADTH)
     return any(type(item) in _SCANNED and has_large_buffer(item, depth - 1) for item in items)
 
 
-def keep_small(left_out: list[Any], threshold: float = THRESHOLD) -> Any:
+def _keep_small(left_out: list[Any], threshold: float) -> Any:
     """The ``buffer_callback``: keep a small buffer in the pickle (True), leave a large one out (False).
 
     A closure, not a method: a pickler that held its own bound method would be a reference cycle
@@ -89,7 +92,7 @@ class _Pickler(pickle.Pickler):
         self.threshold = THRESHOLD if take else float("inf")
         self.taken: list[Any] = []  # by persistent id, which says the index
         self.left_out: list[Any] = []  # PickleBuffers, in the order pickle wants them back
-        super().__init__(file, protocol=5, buffer_callback=keep_small(self.left_out, self.threshold) if take
+        super().__init__(file, protocol=5, buffer_callback=_keep_small(self.left_out, self.threshold) if take
                          else None)
 
     def _take(self, data: Any) -> int:

@@ -70,9 +70,11 @@ def _pickled(obj: Any, outbox: Any, received: dict | None) -> tuple[bytes, bytes
             body, _, _ = out_of_band.dumps(obj, take=False)
             return b"B", _inline(body)
     if not out_of_band.has_large_buffer(obj):
+        # Every PickleBuffer (a numpy array's, say) is left out here, with no Python call: any at all
+        # sends the frame to out_of_band, which keeps the small ones in.
         left_out: list[pickle.PickleBuffer] = []
         with contextlib.suppress(TypeError):  # a memoryview: out_of_band carries it
-            payload = pickle.dumps(obj, protocol=5, buffer_callback=out_of_band.keep_small(left_out))
+            payload = pickle.dumps(obj, protocol=5, buffer_callback=left_out.append)
             if not left_out and len(payload) < out_of_band.THRESHOLD:
                 return b"P", payload
     body, buffers, taken = out_of_band.dumps(obj, received=received)
