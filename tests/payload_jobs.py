@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-BIG = 300_000  # bytes: above the shared-memory threshold (64 KiB)
+BIG = 300_000  # bytes: above the shared-memory threshold (160 KiB)
 
 
 def echo(value: object) -> object:

@@ -34,7 +34,7 @@ from robotlab.parallel.boundary import FrozenDict
 __all__ = ["THRESHOLD", "dumps", "has_large_buffer", "loads"]
 
 #: Buffers of at least this many bytes leave the frame (measured: docs/performance.md, "Large payloads").
-THRESHOLD = 64 * 1024
+THRESHOLD = 160 * 1024
 _BUFFER_TYPES = frozenset({bytes, bytearray, memoryview, array.array, pickle.PickleBuffer})
 _SCANNED = _BUFFER_TYPES | {tuple, list, dict, FrozenDict}
 _SCAN_BREADTH = 64
