@@ -68,3 +68,13 @@ def leave_result_file_and_crash() -> None:
     with open(f"/dev/shm/robotlab-{os.getpid()}-999", "wb") as file:
         file.write(b"x" * BIG)
     os._exit(4)
+
+
+def through_memory(key: str) -> tuple:
+    """Write a large value into the parent's Memory, read a large one back (both through shared memory)."""
+    from robotlab.parallel import memory
+
+    proxy = memory()
+    proxy.set(key, b"w" * BIG)
+    back = proxy.get("from parent")
+    return type(back).__name__, len(back), bytes(back[:1])

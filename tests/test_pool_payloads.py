@@ -245,3 +245,28 @@ def test_freeze_deep_makes_buffers_read_only_without_copying_them():
         assert not view.flags.writeable and array_.flags.writeable and view.base is array_
         with pytest.raises(RactorBoundaryError, match=r"args\[0\]: a numpy array of Python objects"):
             freeze_deep((numpy.array([[]], dtype=object),), root="args")
+
+
+def test_memory_proxy_values_cross_through_shared_memory(backend):
+    from robotlab import create_memory
+
+    memory = create_memory()
+    memory.set("from parent", b"p" * BIG)
+    calls: list[bytes] = []
+    original = wire.decode
+
+    def decode(frame, **kwargs):  # the call frames the pool reads: large values must not travel inside them
+        message = original(frame, **kwargs)
+        if type(message) is tuple and message and message[0] == "call":
+            calls.append(bytes(frame[:1]) + len(frame).to_bytes(8, "big"))
+        return message
+
+    shm_before, memfds_before = shm_files(), own_memfds()
+    with WorkerPool(size=1, backend=backend, memory=memory) as pool:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(wire, "decode", decode)
+            assert pool.submit(jobs.through_memory, "from worker").result(60) == ("bytes", BIG, b"p")
+    assert memory.get("from worker") == b"w" * BIG
+    if backend != "ray":
+        assert calls and all(int.from_bytes(c[1:], "big") < 2000 for c in calls), calls
+    assert settled_clean(shm_before, memfds_before)

@@ -265,7 +265,7 @@ def serve(channel: Channel, ident: int, log_level: int | None, initializer: str 
     received: dict[int, dict] = {}  # by job id: the large bytes its frame brought (see wire.encode)
     receive = _receiver(channel, received)
 
-    link = ParentLink(send_frame, receive)
+    link = ParentLink(send_frame, receive, outbox)
     while True:
         try:
             job = link.inbox.popleft() if link.inbox else receive()
@@ -278,36 +278,34 @@ def serve(channel: Channel, ident: int, log_level: int | None, initializer: str 
             continue
         job_id, kind, target, args, kwargs, endpoint_ids, hooks = job
         hook_metadata: dict = {}
-        started = time.perf_counter()
+        started, frame_outbox = time.perf_counter(), None if outbox is None else shared_buffers.FrameOutbox(outbox)
         try:
             with job_endpoints(link, None if endpoint_ids is None else dict(endpoint_ids),
                                per_thread=per_thread) as endpoints:
                 result = _run(kind, target, args, kwargs, endpoints.get("memory"), hooks, hook_metadata)
             del args, kwargs, job  # the job's buffers: their mappings go as soon as the job lets go of them
             try:
-                reply = _encode(("ok", job_id, result, hook_metadata or None, time.perf_counter() - started), outbox,
-                                received.pop(job_id, None))
+                reply = _encode(("ok", job_id, result, hook_metadata or None, time.perf_counter() - started),
+                                frame_outbox, received.pop(job_id, None))
             except (WireError, RactorBoundaryError) as exc:
                 raise type(exc)(f"the result of {target} cannot be sent back to the parent: {exc}") from exc
             finally:
                 del result
         except BaseException as exc:
             received.pop(job_id, None)
-            reply = _error_reply(job_id, exc, hook_metadata or None, time.perf_counter() - started, outbox)
-        if not _send_reply(send_frame, reply, outbox):
+            reply = _error_reply(job_id, exc, hook_metadata or None, time.perf_counter() - started, frame_outbox)
+        if not _send_reply(send_frame, reply, frame_outbox):
             return False  # the parent gave up on this worker (a timeout) or is gone
 
 
-def _send_reply(send_frame: Callable[[bytes], None], reply: bytes, outbox: Any) -> bool:
+def _send_reply(send_frame: Callable[[bytes], None], reply: bytes, frame_outbox: Any) -> bool:
     """Send a job's reply; False if the parent is gone (then its shared-memory segments are freed here)."""
     try:
         send_frame(reply)
     except OSError:
-        if outbox is not None:
-            outbox.discard_unsent()
+        if frame_outbox is not None:
+            frame_outbox.discard()
         return False
-    if outbox is not None:
-        outbox.sent()
     return True
 
 

@@ -375,10 +375,12 @@ class WorkerPool(Executor):
             if outbox is not None:
                 outbox.release()
             raise
+        if outbox is not None and not outbox.holds() and not endpoints:
+            outbox = None  # nothing in shared memory, and no calls whose answers could put something there
         future = PoolFuture(self._read)
         future._job = Job(job_id, frame, future, target, timeout, profile=(kind, target),
                           endpoints={id(e): e for e in (endpoints or {}).values()}, outbox=outbox)
-        if outbox is not None and outbox.holds():
+        if outbox is not None:
             # However the job ends (a result, an error, a timeout, a cancel, a dead worker), its segments go.
             future.add_done_callback(lambda _: outbox.release())
         try:

@@ -45,8 +45,8 @@ from typing import Any
 
 from robotlab.errors import WireError
 
-__all__ = ["SHM_DIR", "JobOutbox", "NamedOutbox", "TransferOutbox", "open_segment", "remove_worker_segments",
-           "supported"]
+__all__ = ["SHM_DIR", "FrameOutbox", "JobOutbox", "NamedOutbox", "TransferOutbox", "open_segment",
+           "remove_worker_segments", "supported"]
 
 SHM_DIR = "/dev/shm"
 _PREFIX = "robotlab-"  # a worker's result files: robotlab-<worker pid>-<n>
@@ -86,13 +86,19 @@ class JobOutbox:
     """The parent's segments of one job frame: open until :meth:`release` (when the job's future is done)."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()  # answers to the job's calls store here too, from another thread
         self._fds: list[int] = []
-        self.sent: Sequence[Any] = ()  # the buffers stored: a reply may refer to them (``out_of_band``)
+        self._released = False
+        self.sent: Sequence[Any] = ()  # the job frame's buffers: its reply may refer to them (``out_of_band``)
 
     def store(self, buffers: Sequence[Any]) -> tuple:
-        fd = _memfd()
-        self._fds.append(fd)
-        self.sent = buffers
+        with self._lock:
+            if self._released:
+                raise WireError("the job has ended: its frames take no more shared memory")
+            fd = _memfd()
+            if not self._fds:
+                self.sent = buffers
+            self._fds.append(fd)
         inode, sizes = _write(fd, buffers)
         return ("fd", os.getpid(), fd, inode, sizes)
 
@@ -101,33 +107,35 @@ class JobOutbox:
 
     def release(self) -> None:
         """Close the segments (idempotent); a worker that mapped one keeps its mapping."""
-        fds, self._fds = self._fds, []
-        self.sent = ()
+        with self._lock:
+            fds, self._fds, self._released = self._fds, [], True
+            self.sent = ()
         for fd in fds:
             os.close(fd)
 
 
-class _WorkerOutbox:
-    """What both kinds of worker outbox do: keep the segments of frames not sent yet, to free if sending fails."""
+class FrameOutbox:
+    """The segments of one frame a worker sends, in its outbox: :meth:`discard` them if the frame was not sent.
 
-    def __init__(self) -> None:
-        self._unsent: list[tuple] = []
+    Once sent, they are the parent's to free.
+    """
 
-    def sent(self) -> None:
-        """The frames stored since the last call reached the parent: their segments are its now."""
-        self._unsent.clear()
+    def __init__(self, outbox: TransferOutbox | NamedOutbox) -> None:
+        self._outbox = outbox
+        self._refs: list[tuple] = []
 
-    def discard_unsent(self) -> None:
-        """Those frames could not be sent: free their segments."""
-        refs, self._unsent = self._unsent, []
+    def store(self, buffers: Sequence[Any]) -> tuple:
+        ref = self._outbox.store(buffers)
+        self._refs.append(ref)
+        return ref
+
+    def discard(self) -> None:
+        refs, self._refs = self._refs, []
         for ref in refs:
-            self.discard(ref)
-
-    def discard(self, ref: tuple) -> None:
-        raise NotImplementedError
+            self._outbox.discard(ref)
 
 
-class TransferOutbox(_WorkerOutbox):
+class TransferOutbox:
     """A same-process worker's result segments: each one is the receiver's to close once sent."""
 
     def store(self, buffers: Sequence[Any]) -> tuple:
@@ -137,18 +145,16 @@ class TransferOutbox(_WorkerOutbox):
         except BaseException:
             os.close(fd)
             raise
-        self._unsent.append(ref := ("own", fd, inode, sizes))
-        return ref
+        return ("own", fd, inode, sizes)
 
     def discard(self, ref: tuple) -> None:
         os.close(ref[1])
 
 
-class NamedOutbox(_WorkerOutbox):
+class NamedOutbox:
     """A worker process's result files in ``/dev/shm``: the parent unlinks each one it maps; :meth:`close` the rest."""
 
     def __init__(self) -> None:
-        super().__init__()
         self._lock = threading.Lock()  # the parent's watcher thread closes it while a job may still store
         self._names: set[str] = set()
         self._closed = False
@@ -168,8 +174,7 @@ class NamedOutbox(_WorkerOutbox):
             raise
         finally:
             os.close(fd)
-        self._unsent.append(ref := ("name", name, inode, sizes))
-        return ref
+        return ("name", name, inode, sizes)
 
     def discard(self, ref: tuple) -> None:
         with self._lock:
