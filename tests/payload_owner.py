@@ -13,7 +13,7 @@ if __name__ == "__main__":
     with WorkerPool(size=2) as pool:
         pool.wait_until_ready(30)
         holding = pool.submit(payload_jobs.sleep_holding, b"h" * payload_jobs.BIG, 60)
-        returning = pool.submit(payload_jobs.sleep_then_big, 1.0)
+        returning = pool.submit(payload_jobs.sleep_then_big, 3.0)  # time enough to stop the parent first
         while not (holding.running() and returning.running()):
             time.sleep(0.01)
         time.sleep(0.3)  # both workers have the jobs (and the first one its segment)

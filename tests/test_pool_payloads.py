@@ -138,6 +138,13 @@ def test_a_frame_without_large_buffers_stays_in_the_pipe():
     outbox = shared_buffers.JobOutbox()
     frame = wire.encode((1, "call", "m:f", (b"x" * (BIG // 10), list(range(100))), {}, None, None), outbox=outbox)
     assert frame[:1] == b"P" and not outbox.holds()
+    many = tuple(f"Bob {i}" for i in range(50_000))  # a large pickle, but no large buffer in it
+    assert wire.encode((1, "batch", "m:f", ((), {}, many), {}, None, None), outbox=outbox)[:1] == b"P"
+    assert not outbox.holds()
+    deep_outbox = shared_buffers.JobOutbox()
+    deep = wire.encode((1, "call", "m:f", ([[[[bytearray(BIG)]]]],), {}, None, None), outbox=deep_outbox)
+    deep_outbox.release()
+    assert deep[:1] == b"B" and len(deep) < 1000  # found below the levels looked at before pickling
     frame = wire.encode((1, "call", "m:f", (b"x" * BIG,), {}, None, None), outbox=outbox)
     assert frame[:1] == b"B" and len(frame) < 1000 and outbox.holds()
     assert wire.decode(frame)[3] == (b"x" * BIG,)

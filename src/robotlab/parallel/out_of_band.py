@@ -22,16 +22,18 @@ Example:
 from __future__ import annotations
 
 import array
+import functools
 import io
 import itertools
 import pickle
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from robotlab.errors import WireError
 from robotlab.parallel.boundary import FrozenDict
 
-__all__ = ["THRESHOLD", "dumps", "has_large_buffer", "loads"]
+__all__ = ["THRESHOLD", "dumps", "has_large_buffer", "loads", "may_hold_large_buffer"]
 
 #: Buffers of at least this many bytes leave the frame (measured: docs/performance.md, "Large payloads").
 THRESHOLD = 160 * 1024
@@ -68,6 +70,34 @@ def has_large_buffer(value: Any, depth: int = 3) -> bool:
     if len(items) > _SCAN_BREADTH:
         items = itertools.islice(items, _SCAN_BREADTH)
     return any(type(item) in _SCANNED and has_large_buffer(item, depth - 1) for item in items)
+
+
+@functools.cache
+def _large_opcodes(top: int) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    """Where a pickle (protocol 5) of under ``(top + 1) << 24`` bytes may hold a large ``bytes``/``bytearray``.
+
+    BINBYTES is ``B`` and a 4-byte length, BYTEARRAY8 ``\x96`` and an 8-byte one, little-endian;
+    a length cannot exceed the pickle, so its high bytes are at most *top* (array.array pickles its
+    items as bytes). Text never matches: its bytes are not zero. Two patterns, each starting with
+    its literal, are searched much faster than one with both.
+    """
+    high = b"[\\x00-" + re.escape(bytes([top])) + b"]"
+    return re.compile(b"B..." + high, re.S), re.compile(b"\\x96..." + high + b"\\x00{4}", re.S)
+
+
+def may_hold_large_buffer(payload: bytes) -> bool:
+    """False only if the pickle *payload* holds no ``bytes`` or ``bytearray`` of :data:`THRESHOLD` bytes or more.
+
+    For a frame whose first pickle turned out large: pickling it again to take buffers out
+    costs a Python call per object; this look runs in C but for the few candidates it finds.
+    A candidate that is really part of some other value only costs that second pickle.
+    """
+    for pattern, width in zip(_large_opcodes(min(len(payload) >> 24, 255)), (4, 8), strict=True):
+        for match in pattern.finditer(payload):
+            at = match.start() + 1
+            if THRESHOLD <= int.from_bytes(payload[at:at + width], "little") <= len(payload) - at - width:
+                return True
+    return False
 
 
 def _keep_small(left_out: list[Any], threshold: float) -> Any:

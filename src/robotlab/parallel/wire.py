@@ -75,7 +75,8 @@ def _pickled(obj: Any, outbox: Any, received: dict | None) -> tuple[bytes, bytes
         left_out: list[pickle.PickleBuffer] = []
         with contextlib.suppress(TypeError):  # a memoryview: out_of_band carries it
             payload = pickle.dumps(obj, protocol=5, buffer_callback=left_out.append)
-            if not left_out and len(payload) < out_of_band.THRESHOLD:
+            large = len(payload) >= out_of_band.THRESHOLD and out_of_band.may_hold_large_buffer(payload)
+            if not left_out and not large:
                 return b"P", payload
     body, buffers, taken = out_of_band.dumps(obj, received=received)
     if not buffers:
