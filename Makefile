@@ -5,6 +5,9 @@ PY313 ?= $(shell p="$$(pyenv root 2>/dev/null)/versions/3.13.0/bin/python"; \
 	if [ -x "$$p" ]; then echo "$$p"; else command -v python3.13 || true; fi)
 VENV := .venv
 VENV313 := .venv-3.13
+# The demo's own venv: robotlab, its core dependencies and rich (the demo's live progress), not the dev extra.
+VENV_DEMO := .venv-demo
+DEMO_EXTRAS := rich
 PYTEST_ARGS ?=
 
 export LITELLM_LOCAL_MODEL_COST_MAP := True
@@ -20,8 +23,8 @@ export PYTHONUNBUFFERED := 1
 
 .PHONY: demo test test-default test-3.13 lint bench clean redis-server
 
-demo: $(VENV)/.installed
-	$(VENV)/bin/robotlab demo
+demo: $(VENV_DEMO)/.installed
+	$(VENV_DEMO)/bin/robotlab demo
 
 test: lint test-default test-3.13
 
@@ -41,6 +44,11 @@ endif
 
 bench: $(VENV)/.installed
 	$(VENV)/bin/python -m benchmarks
+
+$(VENV_DEMO)/.installed: pyproject.toml src/robotlab/parallel/_freeze.c
+	$(PYTHON) -m venv $(VENV_DEMO)
+	$(VENV_DEMO)/bin/python -m pip install -q -e '.[$(DEMO_EXTRAS)]'
+	touch $@
 
 $(VENV)/.installed: pyproject.toml src/robotlab/parallel/_freeze.c
 	$(PYTHON) -m venv $(VENV)
@@ -63,4 +71,4 @@ redis-server:
 	  $$SUDO systemctl disable --now redis-server >/dev/null 2>&1 || $$SUDO service redis-server stop >/dev/null 2>&1 || true; }
 
 clean:
-	rm -rf $(VENV) $(VENV313) build dist .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VENV313) $(VENV_DEMO) build dist .pytest_cache .ruff_cache

@@ -8,7 +8,7 @@ WorkerCrashed, and the pool carries on with a new actor. On a real cluster,
 replace the ray.init line with ray.init(address="auto", runtime_env=...) —
 see docs/distributed.md.
 
-Run: python examples/distributed_demo.py   (needs pip install 'robotlab[ray]')
+Run: python examples/distributed_demo.py   (needs the ray extra: pip install -e '.[ray]' in a checkout)
 """
 
 import collections

@@ -1,4 +1,5 @@
-"""Hooks firing around a run: four levels, around nesting, per-handler local state. Offline.
+"""Hooks firing around a run at three of the four levels (global, robot, per run; a network's are
+shown in docs/hooks.md), around nesting, per-handler local state. Offline.
 
 Run: python examples/hooks_demo.py
 """

@@ -3,7 +3,7 @@
 The server is a subprocess the run starts and stops; a scripted model stands in
 for the LLM and calls one of the server's tools.
 
-Needs the mcp extra and the time server: pip install 'robotlab[mcp]' mcp-server-time
+Needs the mcp extra and the time server: pip install -e '.[mcp]' mcp-server-time (in a checkout)
 Run: python examples/mcp_demo.py
 """
 

@@ -113,7 +113,7 @@ def main() -> int:
     try:
         import redis  # noqa: F401
     except ImportError:
-        print("This demo needs the Redis extra: pip install 'robotlab[redis]'; skipped.")
+        print("This demo needs the Redis extra (in a checkout: pip install -e '.[redis]'); skipped.")
         return 0
     directory = tempfile.mkdtemp(prefix="robotlab-demo-redis-")
     port = free_port()

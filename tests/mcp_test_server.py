@@ -1,7 +1,11 @@
-"""A small real MCP server for tests, on the official SDK: stdio by default, streamable HTTP with --http.
+"""A small real MCP server for tests, on the official SDK: stdio by default, the URL transports with --http.
 
     python tests/mcp_test_server.py            # stdio
-    python tests/mcp_test_server.py --http     # binds 127.0.0.1 on a free port, prints "PORT <n>", serves /mcp
+    python tests/mcp_test_server.py --http     # binds 127.0.0.1 on a free port, prints "PORT <n>", and serves
+                                               # streamable HTTP at /mcp, HTTP+SSE at /sse, WebSocket at /ws
+
+mcp 2.x has no WebSocket server transport any more, so /ws bridges a Starlette WebSocket to the
+SDK's server loop here (the ``mcp`` subprotocol, one JSON-RPC message per text frame, as 1.x did).
 
 Binding the socket here and printing its port avoids the race of picking a free port in the test.
 """
@@ -63,6 +67,53 @@ def header(key: str, ctx: Context) -> str:
     return headers.get(key.lower(), "")
 
 
+def _parse(text: str):
+    try:  # mcp 2.x
+        import mcp_types
+
+        return mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except ImportError:  # mcp 1.x
+        from mcp.types import JSONRPCMessage
+
+        return JSONRPCMessage.model_validate_json(text)
+
+
+async def serve_websocket(websocket) -> None:
+    import anyio
+    from mcp.shared.message import SessionMessage
+
+    await websocket.accept(subprotocol="mcp")
+    incoming_writer, incoming = anyio.create_memory_object_stream(0)
+    outgoing, outgoing_reader = anyio.create_memory_object_stream(0)
+
+    async def read_frames() -> None:
+        async with incoming_writer:
+            async for text in websocket.iter_text():
+                await incoming_writer.send(SessionMessage(_parse(text)))
+
+    async def write_frames() -> None:
+        async with outgoing_reader:
+            async for message in outgoing_reader:
+                await websocket.send_text(message.message.model_dump_json(by_alias=True, exclude_unset=True))
+
+    lowlevel = getattr(server, "_lowlevel_server", None) or server._mcp_server
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(read_frames)
+        tasks.start_soon(write_frames)
+        await lowlevel.run(incoming, outgoing, lowlevel.create_initialization_options())
+        tasks.cancel_scope.cancel()
+
+
+def web_app():
+    """One Starlette app with all three URL transports."""
+    from starlette.routing import WebSocketRoute
+
+    app = server.streamable_http_app()
+    app.router.routes.extend(server.sse_app().routes)
+    app.router.routes.append(WebSocketRoute("/ws", serve_websocket))
+    return app
+
+
 def serve_http() -> None:
     import uvicorn
 
@@ -70,7 +121,7 @@ def serve_http() -> None:
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)  # connections queue from now on, before uvicorn accepts them
     print(f"PORT {sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+    config = uvicorn.Config(web_app(), log_level="warning")
     uvicorn.Server(config).run(sockets=[sock])
 
 

@@ -8,7 +8,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from benchmarks import _backends, _report, boundary, fanout, network_io_scale, overhead, robot_fanout, startup
+from benchmarks import (
+    _backends,
+    _report,
+    boundary,
+    fanout,
+    network_io_scale,
+    overhead,
+    robot_fanout,
+    round_trip_versions,
+    startup,
+    tracing_overhead,
+)
 
 RL, PPE, MP = "robotlab WorkerPool", "ProcessPoolExecutor", "multiprocessing.Pool"
 RL_SUB = "robotlab WorkerPool (subinterpreter)"
@@ -67,6 +78,15 @@ def says_whether_subinterpreters_ran(figures: dict, output: str) -> None:
     else:
         assert figures["subinterpreters"].startswith("not run: ")
         assert "subinterpreter backend: NOT run on this interpreter: DependencyError: " in output
+
+
+def test_round_trip_versions_quick(capsys):
+    # HEAD against the working tree: the export, the build of its extension and both rounds run.
+    figures = round_trip_versions.main(quick=True, before="HEAD")
+    check_figures(figures, "round_trip_versions", {"before (HEAD)", "this checkout", "after_over_before"},
+                  {"ratio_within_5pct"})
+    assert figures["rounds"] == 1
+    assert "robotlab / PPE" in capsys.readouterr().out
 
 
 def test_overhead_quick(capsys):
@@ -207,3 +227,14 @@ def test_payload_quick(capsys):
     assert figures["median_ms"]["1 KiB echo"].keys() == contenders
     assert figures["ratio_to_ppe"]["1 KiB echo"].keys() == contenders - {payload.PPE}
     says_whether_subinterpreters_ran(figures, capsys.readouterr().out)
+
+
+def test_tracing_overhead_quick(capsys):
+    figures = tracing_overhead.main(quick=True)
+    check_figures(figures, "tracing_overhead", {"median_s", "ratio_vs_off", "chain_us_per_task", "sdk_us_per_span",
+                                                "spans_exported"}, {"chain_overhead", "fanout_overhead"})
+    for by_contender in figures["median_s"].values():
+        assert by_contender.keys() == set(tracing_overhead.CONTENDERS)
+    # Only the recording contender exports: 3 spans per chain task, more from the other workloads.
+    assert figures["spans_exported"] >= 3 * figures["chain_tasks"]
+    assert "per span" in capsys.readouterr().out

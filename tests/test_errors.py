@@ -12,7 +12,8 @@ def test_tree_matches_the_seed():
     assert issubclass(e.DependencyError, e.ConfigurationError)
     assert issubclass(e.ToolLoopError, e.InferenceError)
     for cls in (e.InferenceError, e.ToolNotFoundError, e.MCPError, e.BusError, e.RactorBoundaryError,
-                e.ToolError, e.BudgetExceeded, e.AwaitTimeout, e.DelegationTimeout):
+                e.ToolError, e.BudgetExceeded, e.AwaitTimeout, e.DelegationTimeout, e.HistoryError,
+                e.KnowledgeError):
         assert issubclass(cls, e.Error)
     assert issubclass(e.Error, Exception)
     assert e.BoundaryError is e.RactorBoundaryError

@@ -34,6 +34,7 @@ CONTEXTS = {
     "task": TaskHookContext,
     "compaction": CompactionHookContext,
     "learn": LearnHookContext,
+    "hitl": robotlab.HitlHookContext,
 }
 
 

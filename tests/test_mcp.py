@@ -86,12 +86,12 @@ def test_server_configs_in_robot_lab_nested_and_flat_shapes():
     ("config", "message"),
     [
         ({"transport": "stdio", "command": "x"}, "name must be a non-empty string"),
-        ({"name": "s", "transport": "sse", "url": "http://h/sse"}, "transport 'sse' is not supported"),
+        ({"name": "s", "transport": "grpc", "url": "http://h/rpc"}, "transport 'grpc' is not supported"),
         ({"name": "s"}, "say which transport"),
         ({"name": "s", "transport": "stdio"}, "needs command="),
         ({"name": "s", "transport": "stdio", "command": "x", "args": "--flag"}, "args must be a list of strings"),
         ({"name": "s", "transport": "stdio", "command": "x", "env": {"A": 1}}, "env must map strings to strings"),
-        ({"name": "s", "transport": "stdio", "command": "x", "url": "http://h/mcp"}, "belong to a streamable_http"),
+        ({"name": "s", "transport": "stdio", "command": "x", "url": "http://h/mcp"}, "belong to a URL server"),
         ({"name": "s", "transport": "http"}, "needs url="),
         ({"name": "s", "transport": "http", "url": "ftp://h/mcp"}, "http:// or https://"),
         ({"name": "s", "transport": "http", "url": "http://h/mcp", "command": "x"}, "belong to a stdio server"),
@@ -144,7 +144,8 @@ def test_mcp_is_opt_in_per_run_and_connects_nothing_by_default():
 
 def test_mcp_argument_is_validated():
     robot = robotlab.build(name="r", model=ScriptedModel(["ok"]), mcp=[TIME_SERVER])
-    with pytest.raises(ConfigurationError, match="mcp must be 'none', 'inherit' or a list of MCP server names"):
+    with pytest.raises(ConfigurationError,
+                       match="mcp must be 'none', 'inherit', 'discover' or a list of MCP server names"):
         robot.run("hi", mcp="all")
     with pytest.raises(ConfigurationError, match="robot 'r' has no MCP server named 'github'; configured: time"):
         robot.run("hi", mcp=["github"])

@@ -13,22 +13,29 @@ import robotlab
 # A change here is a change of the public API: deliberate, and in the docs.
 PUBLIC = {
     "robotlab": [
-        "AgentSkill", "AgentSkillCatalog", "AwaitTimeout", "BoundaryError", "BudgetExceeded", "Bus", "BusError",
-        "Capabilities", "CompactionHookContext", "Config", "ConfigurationError", "DelegationFuture",
-        "DelegationTimeout", "DependencyError", "DoomLoopHookContext", "DotState", "Error", "ExtensionState",
-        "Hook", "HookContext", "HookRegistry", "Hooks", "InferenceError", "JobFailed", "JobTimeout", "LearnHookContext",
-        "LlmGenerationHookContext", "MCPClient", "MCPError", "MCPServer", "Memory", "Narrator", "Network",
-        "NetworkResult", "NetworkRunHookContext", "OutputValidationError", "RactorBoundaryError", "RedisMemory",
-        "Registration", "Robot", "RobotMessage", "RobotResult", "RunConfig", "RunHookContext", "ScriptTool",
-        "StateProxy", "Task", "TaskHookContext", "TimeoutExecutor", "Tool", "ToolCallHookContext", "ToolError",
-        "ToolLoopError", "ToolManifest", "ToolNotFoundError", "WireError", "WorkerCrashed", "__version__", "build",
-        "clear_hooks", "config", "configure", "create_memory", "create_network", "current_hook_scope", "extension",
-        "extension_loaded", "global_hooks", "loaded_extensions", "on", "param", "register_extension",
-        "reload_config", "retryable", "retryable_classes", "shutdown_pool", "tool", "with_hook_scope",
+        "AgentSkill", "AgentSkillCatalog", "AskUser", "AskUserError", "AwaitTimeout", "BoundaryError",
+        "BudgetExceeded", "Bus", "BusError", "Capabilities", "CompactionHookContext", "Config", "ConfigurationError",
+        "Convergence", "DelegationFuture", "DelegationTimeout", "DependencyError", "DoomLoopHookContext", "DotState",
+        "Error", "ExtensionState", "HistoryCompressor", "HistoryError", "HitlHookContext", "Hook", "HookContext",
+        "HookRegistry", "Hooks", "InferenceError", "JobFailed", "JobTimeout", "KnowledgeError", "KnowledgeStore",
+        "LearnHookContext", "LlmGenerationHookContext", "MCPClient", "MCPError", "MCPServer", "Memory", "Narrator",
+        "Network", "NetworkResult", "NetworkRunHookContext", "OutputValidationError", "RactorBoundaryError",
+        "RecallKnowledge", "RecordKnowledge", "RedisMemory", "Registration", "Robot", "RobotMessage", "RobotResult",
+        "RouterArgs", "RouterError", "RouterLoopError", "RunConfig", "RunHookContext", "ScriptTool", "StateProxy",
+        "Task", "TaskHookContext", "TimeoutExecutor", "Tool", "ToolCallHookContext", "ToolError", "ToolLoopError",
+        "ToolManifest", "ToolNotFoundError", "WireError", "WorkerCrashed", "__version__", "build", "clear_hooks",
+        "config", "configure", "create_memory", "create_network", "current_hook_scope", "extension",
+        "extension_loaded", "global_hooks", "loaded_extensions", "on", "param", "register_extension", "reload_config",
+        "retryable", "retryable_classes", "shutdown_pool", "tool", "with_hook_scope",
+    ],
+    "robotlab.history": [
+        "Convergence", "HistoryCompressor", "HistoryResult", "HistoryStore", "RedisHistoryStore", "SQLiteHistoryStore",
+        "compress_history", "open_history_store", "search_history", "tf_cosine_similarity",
     ],
     "robotlab.hooks": [
         "CompactionHookContext", "DoomLoopHookContext", "DotState", "ERROR_FAMILIES", "ExtensionState", "FAMILIES",
-        "Hook", "HookContext", "HookRegistry", "HookScope", "Hooks", "LearnHookContext", "LlmGenerationHookContext",
+        "HitlHookContext", "Hook", "HookContext", "HookRegistry", "HookScope", "Hooks", "LearnHookContext",
+        "LlmGenerationHookContext",
         "Narrator", "NetworkRunHookContext", "Registration", "RunHookContext", "ScopedThreadPoolExecutor",
         "TaskHookContext", "ToolCallHookContext", "clear_hooks", "current_hook_scope", "global_hooks", "on",
         "run_in_scope", "with_hook_scope",
@@ -39,7 +46,8 @@ PUBLIC = {
     ],
     "robotlab.mcp": [
         "MCPClient", "MCPConnections", "MCPServer", "MCPTool", "MCPToolInfo", "MCPToolResult", "TRANSPORTS",
-        "connect_servers", "mcp_tool_class", "mcp_tools", "offered_tools", "parse_servers", "select_servers",
+        "connect_servers", "discover_servers", "load_servers", "mcp_tool_class", "mcp_tools", "offered_tools",
+        "parse_servers", "relevant_servers", "select_servers",
     ],
     "robotlab.parallel": [
         "FrozenDict", "JobFailed", "JobTimeout", "RactorBoundaryError", "RemoteTraceback", "WireError", "WorkerCrashed",
@@ -48,6 +56,12 @@ PUBLIC = {
     ],
     "robotlab.redis_memory": [
         "RedisMemory", "SERIALIZERS",
+    ],
+    "robotlab.semantic_cache": [
+        "BACKENDS", "CacheHit", "CacheLookup", "EXTENSION", "SemanticCache", "install", "installed", "uninstall",
+    ],
+    "robotlab.tracing": [
+        "TracingHook", "set_tracer_provider",
     ],
     "robotlab.skills": [
         "AgentSkill", "AgentSkillCatalog", "Capabilities", "ScriptExecutor", "ScriptTool", "TimeoutExecutor",

@@ -97,3 +97,12 @@ class Suffix(Hook):
     def around_tool_call(cls, ctx, block):
         block()
         ctx.tool_result = f"{ctx.tool_result}{ctx.local.text or '!'}"  # text: from the registration's context
+
+
+@tool(parallel_safe=True)
+def nap(seconds: float) -> int:
+    """Sleep on the pool, then say which process ran it."""
+    import time
+
+    time.sleep(seconds)
+    return os.getpid()

@@ -21,6 +21,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from robotlab.errors import (
+    AskUserError,
     AwaitTimeout,
     BoundaryError,
     BudgetExceeded,
@@ -29,12 +30,16 @@ from robotlab.errors import (
     DelegationTimeout,
     DependencyError,
     Error,
+    HistoryError,
     InferenceError,
     JobFailed,
     JobTimeout,
+    KnowledgeError,
     MCPError,
     OutputValidationError,
     RactorBoundaryError,
+    RouterError,
+    RouterLoopError,
     ToolError,
     ToolLoopError,
     ToolNotFoundError,
@@ -93,6 +98,10 @@ _LAZY: dict[str, str] = {
     "NetworkResult": "robotlab.network_result",
     "Task": "robotlab.task",
     "create_network": "robotlab.network",
+    "RouterArgs": "robotlab.network_router",
+    # asking the user (human in the loop)
+    "AskUser": "robotlab.human_input",
+    "HitlHookContext": "robotlab.hooks",
     # robot messaging and delegation
     "Bus": "robotlab.bus",
     "RobotMessage": "robotlab.bus",
@@ -107,9 +116,16 @@ _LAZY: dict[str, str] = {
     # MCP servers as tool sources (the mcp SDK is imported only on connect)
     "MCPServer": "robotlab.mcp",
     "MCPClient": "robotlab.mcp",
+    # conversation history and durable knowledge
+    "Convergence": "robotlab.history",
+    "HistoryCompressor": "robotlab.history",
+    "KnowledgeStore": "robotlab.knowledge",
+    "RecallKnowledge": "robotlab.knowledge_tools",
+    "RecordKnowledge": "robotlab.knowledge_tools",
 }
 
 __all__ = [
+    "AskUserError",
     "AwaitTimeout",
     "BoundaryError",
     "BudgetExceeded",
@@ -118,12 +134,16 @@ __all__ = [
     "DelegationTimeout",
     "DependencyError",
     "Error",
+    "HistoryError",
     "InferenceError",
     "JobFailed",
     "JobTimeout",
+    "KnowledgeError",
     "MCPError",
     "OutputValidationError",
     "RactorBoundaryError",
+    "RouterError",
+    "RouterLoopError",
     "ToolError",
     "ToolLoopError",
     "ToolNotFoundError",
@@ -157,10 +177,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from robotlab.bus import Bus, RobotMessage
     from robotlab.configuration import Config, RunConfig, config, configure, reload_config
     from robotlab.delegation import DelegationFuture
+    from robotlab.history import Convergence, HistoryCompressor
     from robotlab.hooks import (
         CompactionHookContext,
         DotState,
         ExtensionState,
+        HitlHookContext,
         Hook,
         HookContext,
         HookRegistry,
@@ -179,10 +201,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         on,
         with_hook_scope,
     )
+    from robotlab.human_input import AskUser
+    from robotlab.knowledge import KnowledgeStore
+    from robotlab.knowledge_tools import RecallKnowledge, RecordKnowledge
     from robotlab.mcp import MCPClient, MCPServer
     from robotlab.memory import Memory, StateProxy, create_memory
     from robotlab.network import Network, create_network
     from robotlab.network_result import NetworkResult
+    from robotlab.network_router import RouterArgs
     from robotlab.parallel import shutdown_pool
     from robotlab.redis_memory import RedisMemory
     from robotlab.result import RobotResult

@@ -20,6 +20,7 @@ class RunFrame:
     network: Any
     budget_ledger: Any
     chain: tuple[Any, ...]  # the robots running, outermost first: a delegation may not loop back into one
+    events: Any = None  # the run's EventEmitter when it is streamed (tools such as ask_user emit there)
 
 
 _active_run: contextvars.ContextVar[RunFrame | None] = contextvars.ContextVar("robotlab_active_run", default=None)
@@ -40,11 +41,11 @@ def running(robot: Any, network: Any, ledger: Any) -> Iterator[RunFrame]:
         _active_run.reset(token)
 
 
-def enter_run(robot: Any, network: Any, ledger: Any) -> contextvars.Token:
+def enter_run(robot: Any, network: Any, ledger: Any, events: Any = None) -> contextvars.Token:
     """:func:`running` without the block: mark *robot* as running; ``exit_run(token)`` ends it."""
     parent = _active_run.get()
     chain = (*parent.chain, robot) if parent is not None else (robot,)
-    return _active_run.set(RunFrame(network, ledger, chain))
+    return _active_run.set(RunFrame(network, ledger, chain, events))
 
 
 def exit_run(token: contextvars.Token) -> None:

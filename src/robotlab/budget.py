@@ -26,6 +26,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from dataclasses import dataclass, field
@@ -35,7 +36,9 @@ from typing import Any
 
 from robotlab.errors import BudgetExceeded, InferenceError
 
-__all__ = ["DIMENSIONS", "Ledger", "Reservation"]
+__all__ = ["DIMENSIONS", "Ledger", "Reservation", "warn_unknown_cost"]
+
+logger = logging.getLogger("robotlab.budget")
 
 #: The budget dimensions a ledger tracks.
 DIMENSIONS = ("tokens", "cost")
@@ -233,3 +236,21 @@ class Ledger:
 
     def __repr__(self) -> str:
         return f"Ledger({self.to_dict()!r})"
+
+
+def warn_unknown_cost(ledgers: list[Any], robot: str, model: str) -> bool:
+    """Log a warning when a cost budget is set on *ledgers* but *model* has no price; returns whether it did.
+
+    Such calls count as 0.0 against the budget, so it can never stop the run.
+    A robot run calls this once, at its first reply whose ``cost_known`` is False.
+
+    >>> warn_unknown_cost([Ledger(token_budget=10)], "r", "m")   # no cost budget: nothing to say
+    False
+    """
+    limits = [limit for limit in (ledger.limit("cost") for ledger in ledgers) if limit is not None]
+    if not limits:
+        return False
+    logger.warning("robot %r: model %r has no known price, so its calls count as 0.0 against cost_budget=%s "
+                   "and the budget cannot stop this run; give prices=(input_per_token, output_per_token) "
+                   "in the RunConfig or to the model", robot, model, min(limits))
+    return True

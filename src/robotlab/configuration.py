@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import threading
 import tomllib
 from dataclasses import dataclass, fields
@@ -189,7 +190,8 @@ class Config:
 
     ``config().run_config`` is the global level of the RunConfig merge chain.
     Other attributes: ``template_path`` (where ``template=`` names are looked up),
-    ``skills_dir`` and ``log_level``.
+    ``skills_dir``, ``log_level`` and ``tracing`` (OpenTelemetry spans on or off: see
+    :mod:`robotlab.tracing`; applied whenever the configuration is loaded).
     """
 
     def __init__(self, values: dict[str, Any]) -> None:
@@ -198,6 +200,7 @@ class Config:
         self.template_path: Path | None = values.get("template_path")
         self.skills_dir: Path | None = values.get("skills_dir")
         self.log_level: str = values.get("log_level") or "WARNING"
+        self.tracing: bool = bool(values.get("tracing"))
         self.source_file: Path | None = values.get("source_file")
 
     def __repr__(self) -> str:
@@ -228,6 +231,7 @@ def _settings_model() -> type:
         template_path: Path | None = None
         skills_dir: Path | None = None
         log_level: str | None = None
+        tracing: bool | None = None
 
     return RobotlabSettings
 
@@ -285,7 +289,7 @@ def config() -> Config:
     global _current
     with _lock:
         if _current is None:
-            _current = _load(_overrides)
+            _current = _applied(_load(_overrides))
         return _current
 
 
@@ -300,12 +304,12 @@ def configure(**values: Any) -> Config:
     4
     """
     global _current
-    allowed = {*RunConfig.field_names(), "template_path", "skills_dir", "log_level"}
+    allowed = {*RunConfig.field_names(), "template_path", "skills_dir", "log_level", "tracing"}
     unknown = sorted(set(values) - allowed)
     if unknown:
         raise ConfigurationError(f"unknown setting(s): {', '.join(unknown)}. Valid: {', '.join(sorted(allowed))}")
     with _lock:
-        candidate = _load({**_overrides, **values})  # validates before anything changes
+        candidate = _applied(_load({**_overrides, **values}))  # validates before anything changes
         _overrides.update(values)
         _current = candidate
         return _current
@@ -317,5 +321,14 @@ def reload_config(*, keep_overrides: bool = False) -> Config:
     with _lock:
         if not keep_overrides:
             _overrides.clear()
-        _current = _load(_overrides)
+        _current = _applied(_load(_overrides))
         return _current
+
+
+def _applied(loaded: Config) -> Config:
+    """*loaded*, with its ``tracing`` setting in effect (robotlab.tracing is not even imported while it stays off)."""
+    if loaded.tracing or "robotlab.tracing.switch" in sys.modules:
+        from robotlab.tracing.switch import apply
+
+        apply(loaded.tracing)
+    return loaded

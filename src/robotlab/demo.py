@@ -30,6 +30,7 @@ from typing import Any, TextIO
 import robotlab
 from robotlab.hooks import Hook
 from robotlab.llm import LlmReply, ToolCall
+from robotlab.progress import ProgressSetting
 
 ORDERS = ("A-1001", "B-2002", "C-3003")
 MESSAGE = "Hi! Where are my orders A-1001, B-2002 and C-3003?"
@@ -212,13 +213,14 @@ def failure_report(result: Any) -> str | None:
 
 
 def run_demo(model: str | None = None, parallel_mode: str = "thread", out: TextIO | None = None,
-             err: TextIO | None = None) -> int:
+             err: TextIO | None = None, progress: ProgressSetting = None) -> int:
     """Run the demo and print a readable summary. Returns a process exit code: 0 only if every task succeeded.
 
     In ``"process"`` or ``"subinterpreter"`` mode the order checks also score
     risk (CPU-bound), and, offline, the same network runs once more in thread
     mode so the summary ends with the speedup measured on this machine.
     A failed run prints its errors in full to *err* (default: stderr) and returns 1.
+    *progress*: as ``network.run(progress=...)`` (``robotlab demo`` passes ``"auto"``).
     """
     out = out or sys.stdout
     err = err or sys.stderr
@@ -227,7 +229,7 @@ def run_demo(model: str | None = None, parallel_mode: str = "thread", out: TextI
     network = build_network(model, parallel_mode, risk_scores=compare)
     _print_header(network, model, compare, out)
     called = time.perf_counter()
-    result = network.run(MESSAGE)
+    result = network.run(MESSAGE, progress=progress)
     # network.run first starts the pool and rebuilds every robot in a worker; result.duration excludes that.
     preparation = time.perf_counter() - called - result.duration
     _print_summary(network, result, out)
@@ -237,7 +239,7 @@ def run_demo(model: str | None = None, parallel_mode: str = "thread", out: TextI
         return 1
     if not compare:
         return 0
-    return _compare_with_threads(model, parallel_mode, result, preparation, out, err)
+    return _compare_with_threads(model, parallel_mode, result, preparation, out, err, progress)
 
 
 def _print_header(network: robotlab.Network, model: str | None, compare: bool, out: TextIO) -> None:
@@ -274,12 +276,13 @@ def _print_summary(network: robotlab.Network, result: robotlab.NetworkResult, ou
 
 
 def _compare_with_threads(model: str | None, parallel_mode: str, result: robotlab.NetworkResult,
-                          preparation: float, out: TextIO, err: TextIO) -> int:
+                          preparation: float, out: TextIO, err: TextIO,
+                          progress: ProgressSetting) -> int:
     """Offline, run the network again in thread mode and print the speedup; the exit code of that run."""
     if model is not None:  # a second run would double the API calls, and provider latency swamps the figure
         print("\nspeedup: not measured with a real model (run offline to compare with thread mode)", file=out)
         return 0
-    baseline = build_network(None, "thread", risk_scores=True).run(MESSAGE)
+    baseline = build_network(None, "thread", risk_scores=True).run(MESSAGE, progress=progress)
     print(
         f"\nspeedup measured: the same network took {baseline.duration:.2f}s with parallel_mode='thread' and "
         f"{result.duration:.2f}s with parallel_mode={parallel_mode!r}: {baseline.duration / result.duration:.1f}x "

@@ -13,9 +13,14 @@ formats follow robot_lab's ``errors.md``::
     ├── BusError
     ├── RactorBoundaryError   (alias: BoundaryError; also a TypeError)
     ├── ToolError
+    │   └── AskUserError
     ├── BudgetExceeded
     ├── AwaitTimeout
     ├── DelegationTimeout
+    ├── RouterError
+    │   └── RouterLoopError
+    ├── HistoryError
+    ├── KnowledgeError
     └── parallel layer: WorkerCrashed, JobFailed, JobTimeout (also a TimeoutError), WireError
 
 This module imports nothing but the standard library: it is loaded inside
@@ -38,6 +43,7 @@ if TYPE_CHECKING:  # typing only: this module imports nothing but the standard l
     from robotlab.result import RobotResult
 
 __all__ = [
+    "AskUserError",
     "AwaitTimeout",
     "BoundaryError",
     "BudgetExceeded",
@@ -46,12 +52,16 @@ __all__ = [
     "DelegationTimeout",
     "DependencyError",
     "Error",
+    "HistoryError",
     "InferenceError",
     "JobFailed",
     "JobTimeout",
+    "KnowledgeError",
     "MCPError",
     "OutputValidationError",
     "RactorBoundaryError",
+    "RouterError",
+    "RouterLoopError",
     "ToolError",
     "ToolLoopError",
     "ToolNotFoundError",
@@ -213,6 +223,10 @@ class ToolError(_FlaggedRetryable):
     remote_traceback: str | None = None
 
 
+class AskUserError(ToolError):
+    """``ask_user`` got no usable answer: the input ended without a default, or answers were not valid choices."""
+
+
 class BusError(Error):
     """Message-bus communication failed (no bus configured, unknown receiver)."""
 
@@ -246,6 +260,40 @@ class AwaitTimeout(Error):
 
 class DelegationTimeout(Error):
     """``DelegationFuture.result(timeout=...)`` expired before the delegate finished."""
+
+
+class RouterError(Error):
+    """A network's router returned something that is not a robot of the network (or None to stop)."""
+
+
+class RouterLoopError(RouterError):
+    """A router network ran ``max_steps`` robots and its router still routed to another one.
+
+    ``network_result`` is the :class:`~robotlab.NetworkResult` of the steps that ran.
+    """
+
+    network_result = None
+
+    @classmethod
+    def for_limit(cls, network: str, max_steps: int) -> RouterLoopError:
+        """The message names the limit and the two ways out.
+
+        >>> str(RouterLoopError.for_limit("support", 3))[:60]
+        "Router loop: network 'support' ran max_steps (3) robots and "
+        """
+        return cls(
+            f"Router loop: network {network!r} ran max_steps ({max_steps}) robots and its router routed "
+            f"to another; return None from the router to stop, or raise the limit with "
+            f"create_network(..., max_steps=N)"
+        )
+
+
+class HistoryError(Error):
+    """A conversation history could not be stored or read back (a corrupt file or entry, a bad message)."""
+
+
+class KnowledgeError(Error):
+    """The durable knowledge store could not be read or written (a corrupt file, a bad entry)."""
 
 
 class WorkerCrashed(Error):

@@ -35,6 +35,8 @@ EVENT_TYPES = (
     "usage.updated",
     "doom_loop.detected",
     "output.invalid",
+    "hitl.requested",
+    "hitl.resolved",
     "run.completed",
     "run.failed",
     "task.started",
@@ -53,7 +55,9 @@ class Event:
     (a fragment of the JSON arguments); ``tool_call.started`` → ``{"id", "name",
     "arguments"}``; ``tool_call.completed`` → ``{"id", "name", "result", "error"}``;
     ``usage.updated`` → ``{"prompt_tokens", "completion_tokens", "cost"}``
-    (the run's totals so far); ``run.failed`` / ``task.failed`` → ``{"error"}``.
+    (the run's totals so far); ``run.failed`` / ``task.failed`` → ``{"error"}``;
+    ``hitl.requested`` → ``{"question", "choices", "default"}`` and
+    ``hitl.resolved`` → ``{"question", "answer", "source"}`` (``ask_user``).
     ``result`` is the final :class:`~robotlab.RobotResult` on ``run.completed``
     and ``stream.ended`` of a robot stream (a ``NetworkResult`` on a network's).
     """

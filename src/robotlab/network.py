@@ -21,7 +21,9 @@ run (see :mod:`robotlab.bus`).
 process; ``"process"``, ``"subinterpreter"`` and ``"ray"`` run it on a worker
 of the default pool of that backend (``robotlab.parallel.default_pool``),
 rebuilt there from a spec (see ``robotlab.parallel.robot_job``: what runs
-where). The result, hooks, memory and budgets behave the same in every mode.
+where). The result, hooks, memory and budgets behave the same in every mode,
+except that a value a worker writes to memory reads back frozen (dicts as
+``FrozenDict``, lists as tuples; docs/networks.md).
 """
 
 from __future__ import annotations
@@ -31,13 +33,15 @@ from typing import Any, Literal
 
 from robotlab.budget import Ledger
 from robotlab.bus import Bus
-from robotlab.configuration import RunConfig
+from robotlab.configuration import RunConfig, config
 from robotlab.errors import ConfigurationError, Error, RactorBoundaryError
 from robotlab.events import Event, EventEmitter, stream_events
 from robotlab.hooks import HookRegistry, Hooks, NetworkRunHookContext, global_hooks
 from robotlab.memory import Memory
 from robotlab.network_result import NetworkResult
+from robotlab.network_router import DEFAULT_MAX_STEPS, Router, RouterRun, check_router
 from robotlab.network_run import NetworkRun, current_run
+from robotlab.progress import ProgressSetting, progress_hooks
 from robotlab.robot import Robot
 from robotlab.sync_bridge import iterate_sync, run_sync
 from robotlab.task import Task
@@ -48,7 +52,7 @@ PARALLEL_MODES = ("thread", "process", "subinterpreter", "ray")
 
 
 class Network:
-    """A DAG of tasks. Build with :func:`create_network`, add tasks, then ``run()``."""
+    """A DAG of tasks (or, with ``router=``, robots a router picks). Build with :func:`create_network`."""
 
     def __init__(
         self,
@@ -58,7 +62,10 @@ class Network:
         config: RunConfig | None = None,
         parallel_mode: str = "thread",
         memory: Memory | None = None,
+        router: Router | None = None,
+        max_steps: int = DEFAULT_MAX_STEPS,
     ) -> None:
+        check_router(name, router, max_steps)
         if parallel_mode not in PARALLEL_MODES:
             raise ConfigurationError(
                 f"parallel_mode must be one of {', '.join(PARALLEL_MODES)}, got {parallel_mode!r}"
@@ -72,6 +79,8 @@ class Network:
         self.config = config or RunConfig()
         self.parallel_mode = parallel_mode
         self.memory = memory if memory is not None else Memory()
+        self.router = router  # None: the tasks run as a DAG; else see robotlab.network_router
+        self.max_steps = max_steps
         self.hooks = HookRegistry()
         # Robots without a bus of their own message each other here, by name, during a run (thread mode).
         self.bus = Bus(name)
@@ -113,8 +122,14 @@ class Network:
     def validate(self) -> list[str]:
         """Check the graph; returns the task names in a topological order.
 
-        Unknown dependencies and cycles raise ``ConfigurationError`` naming them.
+        Unknown dependencies and cycles raise ``ConfigurationError`` naming them;
+        so does a dependency in a router network (its router orders the tasks).
         """
+        if self.router is not None:
+            for task in self._tasks.values():
+                if task.depends_on != "none":
+                    raise ConfigurationError(f"network {self.name!r} has a router: its tasks take no depends_on "
+                                             f"(task {task.name!r} has depends_on={task.depends_on!r})")
         for task in self._tasks.values():
             missing = [d for d in task.dependencies if d not in self._tasks]
             if missing:
@@ -124,21 +139,8 @@ class Network:
                 )
         order: list[str] = []
         state: dict[str, int] = {}  # 1 = visiting, 2 = done
-
-        def visit(name: str, path: list[str]) -> None:
-            if state.get(name) == 2:
-                return
-            if state.get(name) == 1:
-                cycle = [*path[path.index(name):], name]
-                raise ConfigurationError(f"network {self.name!r} has a dependency cycle: {' -> '.join(cycle)}")
-            state[name] = 1
-            for dep in self._tasks[name].dependencies:
-                visit(dep, [*path, name])
-            state[name] = 2
-            order.append(name)
-
         for name in self._tasks:
-            visit(name, [])
+            _visit(self, name, [], state, order)
         return order
 
     def activate(self, name: str) -> None:
@@ -158,16 +160,17 @@ class Network:
             self._ledger = Ledger(token_budget=cfg.token_budget, cost_budget=cfg.cost_budget)
         return self._ledger
 
-    def run(self, message: str, *, memory: Memory | None = None, **context: Any) -> NetworkResult:
+    def run(self, message: str, *, memory: Memory | None = None, progress: ProgressSetting = None,
+            **context: Any) -> NetworkResult:
         """Run every task once; returns a :class:`NetworkResult` (it does not raise for task errors).
 
         The synchronous face of :meth:`run_async` (same arguments); inside a running
         event loop it runs on a helper thread.
         """
-        return run_sync(lambda: self.run_async(message, memory=memory, **context))
+        return run_sync(lambda: self.run_async(message, memory=memory, progress=progress, **context))
 
     async def run_async(self, message: str, *, memory: Memory | None = None, events: EventEmitter | None = None,
-                        **context: Any) -> NetworkResult:
+                        progress: ProgressSetting = None, **context: Any) -> NetworkResult:
         """Run every task once on this event loop; returns a :class:`NetworkResult`.
 
         Keyword *context* is written into ``memory.data`` before the first task starts.
@@ -175,15 +178,23 @@ class Network:
         a worker raises here, before any task runs, naming the task and why.
         Cancelling the awaiting task cancels every running task (their LLM calls,
         tools and pool jobs). *events*: where task and robot events go (see :meth:`stream`).
+        *progress*: a live line per task on stderr: ``True``, ``"auto"`` (only on a
+        terminal), a text stream, or ``None`` (off); see :mod:`robotlab.progress`.
         """
+        shown = progress_hooks(self, progress)
         order = self.validate()
+        config()  # the global configuration is loaded (tracing switched on, say) before the first hook fires
         pool = None if self.parallel_mode == "thread" else self._checked_pool()
         memory = memory if memory is not None else self.memory
         for key, value in context.items():
             memory.data[key] = value
-        registries = [global_hooks(), self.hooks]
+        registries = [global_hooks(), self.hooks, shown]
         ctx = NetworkRunHookContext(network=self, memory=memory, config=self.config, context=dict(context))
-        run = NetworkRun(self, order, message, memory, registries, self._ledger_for(self.config), pool, events)
+        arguments = (order, message, memory, registries, self._ledger_for(self.config), pool, events)
+        if self.router is None:
+            run = NetworkRun(self, *arguments)
+        else:
+            run = RouterRun(self, self.router, self.max_steps, dict(context), *arguments)
         return await Hooks.arun("network_run", ctx, registries, None, run.execute)
 
     def stream(self, message: str, **options: Any) -> Iterator[Event]:
@@ -248,6 +259,8 @@ def create_network(
     config: RunConfig | None = None,
     parallel_mode: str = "thread",
     memory: Memory | None = None,
+    router: Router | None = None,
+    max_steps: int = DEFAULT_MAX_STEPS,
 ) -> Network:
     """Create a :class:`Network`. Add tasks with ``network.task(...)``, then ``network.run(message)``.
 
@@ -258,6 +271,29 @@ def create_network(
     ``parallel_mode``: ``"thread"`` runs tasks on threads of this process;
     ``"process"``, ``"subinterpreter"`` (CPython 3.13+) and ``"ray"`` run each
     task's robot on a worker of that backend (see :mod:`robotlab.network`).
-    """
-    return Network(name, concurrency=concurrency, config=config, parallel_mode=parallel_mode, memory=memory)
 
+    ``router``: a callable(:class:`~robotlab.network_router.RouterArgs`) or a
+    Robot that picks the next task's robot after each step, instead of the
+    DAG; ``max_steps`` bounds the robots one run may run (see
+    :mod:`robotlab.network_router`).
+    """
+    return Network(name, concurrency=concurrency, config=config, parallel_mode=parallel_mode, memory=memory,
+                   router=router, max_steps=max_steps)
+
+
+def _visit(network: Network, name: str, path: list[str], state: dict[str, int], order: list[str]) -> None:
+    """Depth-first: append *name* to *order* after its dependencies; raise on a cycle.
+
+    A module function, not a closure in ``validate``: a recursive closure is a reference
+    cycle that would keep the network alive until the cyclic GC ran.
+    """
+    if state.get(name) == 2:
+        return
+    if state.get(name) == 1:
+        cycle = [*path[path.index(name):], name]
+        raise ConfigurationError(f"network {network.name!r} has a dependency cycle: {' -> '.join(cycle)}")
+    state[name] = 1
+    for dep in network._tasks[name].dependencies:
+        _visit(network, dep, [*path, name], state, order)
+    state[name] = 2
+    order.append(name)

@@ -11,16 +11,35 @@ __all__ = ["RobotResult", "ToolCallRecord"]
 
 @dataclass
 class ToolCallRecord:
-    """One tool call the robot made during a run."""
+    """One tool call the robot made during a run.
+
+    Attributes:
+        where: the backend that ran the call: ``"thread"`` in the robot's own process (on its event loop
+            or a helper thread), else the worker pool backend (``"process"``, ``"subinterpreter"``,
+            ``"ray"``, or ``"thread"`` for a thread pool). A tool of a robot that runs in a worker (a
+            network task with ``parallel_mode="process"``, say) ran in that worker: its backend.
+        worker: the id of the worker that ran it (its process id, interpreter id or thread id), or None
+            when it ran in the robot's own process outside any pool.
+        duration: seconds from the call's start to its result, in all (``queued_s + run_s``).
+        queued_s: the part of ``duration`` spent before and after running: waiting for a free worker and
+            crossing to it and back (0 for a call run where the robot runs).
+        run_s: the part spent running the tool (its ``tool_call`` hooks included).
+
+    >>> ToolCallRecord(id="1", name="add", arguments={"a": 1}).where
+    'thread'
+    """
 
     id: str
     name: str
     arguments: dict[str, Any]
     result: Any = None
     error: str | None = None  # the exception text when the tool failed
-    duration: float = 0.0  # seconds
-    where: str = "thread"  # "thread", or the pool backend that ran it ("process", ...)
+    duration: float = 0.0  # seconds, queued_s + run_s
+    where: str = "thread"
     hook_metadata: dict[str, Any] = field(default_factory=dict)  # what tool_call hooks put in ctx.metadata
+    worker: int | None = None
+    queued_s: float = 0.0
+    run_s: float = 0.0
 
 
 @dataclass
@@ -36,6 +55,7 @@ class RobotResult:
         cost: dollars spent (litellm's response cost; 0 for unpriced models).
         duration: wall time in seconds.
         llm_calls: how many LLM calls the run made.
+        cache_hits: how many replies came from ``memory.cache`` instead (no call, no tokens, no cost).
         hook_metadata: ``ctx.metadata`` written by hooks, by namespace (also from workers).
         output: with ``output_type=``, the validated answer, of that type (``last_text_content``
             stays the raw text); else None.
@@ -54,6 +74,7 @@ class RobotResult:
     cost: float = 0.0
     duration: float = 0.0
     llm_calls: int = 0
+    cache_hits: int = 0
     model: str = ""
     hook_metadata: dict[str, Any] = field(default_factory=dict)
     output: Any = None

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from robotlab.active_run import active_run, enter_run, exit_run
 from robotlab.budget import Ledger
@@ -23,6 +23,7 @@ from robotlab.tools import Tool, ToolManifest, as_tool_class
 
 if TYPE_CHECKING:
     from robotlab.bus import Bus
+    from robotlab.history import HistoryStore
     from robotlab.mcp import MCPServer
     from robotlab.skills import AgentSkill
 
@@ -53,11 +54,21 @@ class Robot(RobotMessaging):
     """An LLM-powered agent. Build one with :func:`build`.
 
     A robot keeps its conversation across runs; ``clear_messages()`` starts over.
+    With ``build(history=...)``, ``run(message, session_id=...)`` resumes a stored
+    conversation and saves the run's turns to it (see :mod:`robotlab.history`).
     Runs of one robot are serialised (one at a time); use several robots for
     concurrency, e.g. in a network.
     Robots message each other over a bus (``send_message``, ``inbox``,
     ``receive``) and hand work to each other with ``delegate``.
+
+    ``input`` / ``output``: the streams ``ask_user`` reads and writes (``None``: stdin /
+    stdout); ``ask_user_handler``: a (sync or async) callable of a ``human_input.Question``
+    that answers instead of a person (see robots-and-tools.md).
     """
+
+    input: TextIO | None = None
+    output: TextIO | None = None
+    ask_user_handler: Callable[..., Any] | None = None
 
     def __init__(
         self,
@@ -74,6 +85,7 @@ class Robot(RobotMessaging):
         memory: Memory | None = None,
         auto_compact: str | Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
         bus: Bus | None = None,
+        history: HistoryStore | str | Path | None = None,
         **options: Any,
     ) -> None:
         if not isinstance(name, str) or not name:
@@ -113,6 +125,7 @@ class Robot(RobotMessaging):
         self._ledger: Ledger | None = None
         self._broken_by: ToolLoopError | None = None
         self._run_gate = RunGate()
+        self.history = _history_store(history)  # where run(..., session_id=...) resumes and saves
         self.bus = bus
         if bus is not None:
             bus.register(self)
@@ -203,16 +216,14 @@ class Robot(RobotMessaging):
         task: Any = None,
         budget_ledger: Ledger | None = None,
         events: EventEmitter | None = None,
+        session_id: str | None = None,
         **overrides: Any,
     ) -> RobotResult:
         """Run the robot on *message* and return its :class:`RobotResult`.
 
-        Runs of one robot wait for each other (from threads and coroutines alike);
-        cancelling the awaiting task cancels the run's LLM call and tools and
-        leaves the conversation as it was before the run.
-
-        A failed run also leaves the conversation as it was (after a
-        ``ToolLoopError``, as it stands), and its error's ``partial_result`` is a
+        Runs of one robot wait for each other (from threads and coroutines alike).
+        A cancelled or failed run leaves the conversation as it was (after a
+        ``ToolLoopError``, as it stands); a failure's ``partial_result`` is a
         :class:`RobotResult` of what the run did before failing: the conversation
         up to the failure, the tool calls made, the tokens and cost spent.
 
@@ -220,7 +231,8 @@ class Robot(RobotMessaging):
             tools: ``"none"`` (default: the model gets no local tools), ``"inherit"``
                 (all ``local_tools``) or an allowlist of tool names (local or MCP).
             mcp: ``"none"`` (default: connect no MCP server), ``"inherit"`` (every
-                server given to ``build(mcp=...)``) or a list of server names. Their
+                server given to ``build(mcp=...)``), ``"discover"`` (the servers whose
+                description is relevant to *message*) or a list of server names. Their
                 tools are offered too, narrowed by a ``tools=`` allowlist; the servers
                 are connected for this run only (see ``robotlab.mcp``).
             hooks: hook classes active for this run only.
@@ -228,6 +240,7 @@ class Robot(RobotMessaging):
             budget_ledger: an extra ledger shared with other robots (networks pass theirs).
             events: where the run's streaming events go (``stream``/``astream`` and
                 ``network.stream`` pass one; see :mod:`robotlab.events`).
+            session_id: resume that session of ``build(history=...)`` and save this run to it.
             **overrides: RunConfig fields for this run only (``temperature=0``, ...).
 
         >>> import asyncio, robotlab
@@ -240,11 +253,11 @@ class Robot(RobotMessaging):
         registries = self._registries(network)
         self._refuse_reentry()
         async with self._run_gate:
-            with _RunScope(registries, hooks, self, network, budget_ledger):
+            with _RunScope(registries, hooks, self, network, budget_ledger, events):
                 self.check_runnable()
                 ledgers = [led for led in (self._ledger_for(ctx.config), budget_ledger) if led is not None]
                 run = RobotRun(self, ctx, selected, ctx.config, ledgers, registries, hooks, events)
-                result = await self._execute(run, servers, tools)
+                result = await self._execute(run, servers, tools, session_id)
         if isinstance(result, RobotResult):  # include what around/after hooks wrote
             result.hook_metadata = ctx.metadata.to_dict()
         if events is not None:
@@ -258,7 +271,7 @@ class Robot(RobotMessaging):
 
         Resolved before the run waits for the robot, so a bad option raises at once.
         """
-        servers = self._select_mcp_servers(mcp)
+        servers = self._select_mcp_servers(mcp, message)
         run_overrides = RunConfig.from_options(overrides, where="robot.run()") if overrides else None
         selected = self._select_tools(tools) if not servers else ToolManifest()  # with MCP: chosen once connected
         effective = self.effective_config(network, run_overrides)
@@ -267,17 +280,22 @@ class Robot(RobotMessaging):
                              request=message)
         return ctx, selected, servers
 
-    async def _execute(self, run: RobotRun, servers: tuple[MCPServer, ...], tools: str | Sequence[str]) -> Any:
-        """The ``run`` hook family around the tool loop; a failed run leaves the conversation as it was."""
+    async def _execute(self, run: RobotRun, servers: tuple[MCPServer, ...], tools: str | Sequence[str],
+                       session_id: str | None = None) -> Any:
+        """The ``run`` hook family around the tool loop; a failed run leaves the conversation as it was.
+
+        With a *session_id*, the conversation is that stored session's first, and a successful run saves to it.
+        """
         ctx, events = run.ctx, run.events
         for t in run.tools:
             t.memory = ctx.memory
+        session = None if session_id is None else await _resume_session(self, session_id)
         before = list(self._messages)
         if events is not None:
             events.emit("run.started", message=str(ctx.request))
-        body = run.execute if not servers else lambda: self._execute_with_mcp(run, servers, tools)
+        body = run.execute if not servers else lambda: _execute_with_mcp(self, run, servers, tools)
         try:
-            return await Hooks.arun("run", ctx, run.registries, run.per_run, body)
+            result = await Hooks.arun("run", ctx, run.registries, run.per_run, body)
         except BaseException as exc:
             if isinstance(exc, Exception):  # what the run did survives on the error (not a cancellation)
                 run.attach_partial(exc)  # again: now with what the run hooks wrote, and for hook errors
@@ -289,21 +307,9 @@ class Robot(RobotMessaging):
             if events is not None:
                 events.emit("run.failed", error=f"{type(exc).__name__}: {exc}")
             raise
-
-    async def _execute_with_mcp(self, run: RobotRun, servers: tuple[MCPServer, ...],
-                                tools: str | Sequence[str]) -> RobotResult:
-        """The tool loop with this run's MCP servers connected; they are closed when it ends, however it ends."""
-        from robotlab.mcp import MCPConnections
-
-        connections = MCPConnections(servers)
-        await in_thread(connections.__enter__)  # MCP sessions connect on their own threads
-        try:
-            run.tools = connections.manifest(self.tools, tools, robot=self, memory=run.ctx.memory)
-            for t in run.tools:
-                t.memory = run.ctx.memory
-            return await run.execute()
-        finally:
-            await in_thread(connections.__exit__, None, None, None)
+        if session is not None:
+            await session.persist()
+        return result
 
     def _refuse_reentry(self) -> None:
         frame = active_run()
@@ -349,12 +355,12 @@ class Robot(RobotMessaging):
 
     # -- configuration -------------------------------------------------------
 
-    def _select_mcp_servers(self, mcp: str | Sequence[str]) -> tuple[MCPServer, ...]:
+    def _select_mcp_servers(self, mcp: str | Sequence[str], message: Any = "") -> tuple[MCPServer, ...]:
         if mcp == "none":
             return ()
         from robotlab.mcp import select_servers
 
-        return select_servers(self.mcp_servers, mcp, where=f"robot {self.name!r}")
+        return select_servers(self.mcp_servers, mcp, where=f"robot {self.name!r}", query=str(message))
 
     def _ledger_for(self, effective: RunConfig) -> Ledger | None:
         if effective.token_budget is None and effective.cost_budget is None:
@@ -380,6 +386,38 @@ class Robot(RobotMessaging):
         return cfg.model
 
 
+async def _execute_with_mcp(robot: Robot, run: RobotRun, servers: tuple[MCPServer, ...],
+                            tools: str | Sequence[str]) -> RobotResult:
+    """The tool loop with this run's MCP servers connected; they are closed when it ends, however it ends."""
+    from robotlab.mcp import MCPConnections
+
+    connections = MCPConnections(servers)
+    await in_thread(connections.__enter__)  # MCP sessions connect on their own threads
+    try:
+        run.tools = connections.manifest(robot.tools, tools, robot=robot, memory=run.ctx.memory)
+        for t in run.tools:
+            t.memory = run.ctx.memory
+        return await run.execute()
+    finally:
+        await in_thread(connections.__exit__, None, None, None)
+
+
+def _history_store(history: HistoryStore | str | Path | None) -> HistoryStore | None:
+    """The store ``build(history=...)`` names (``robotlab.history`` is imported only for one)."""
+    if history is None:
+        return None
+    from robotlab.history.open_store import open_history_store
+
+    return open_history_store(history)
+
+
+async def _resume_session(robot: Robot, session_id: str) -> Any:
+    """Resume *robot*'s stored conversation of *session_id* (see ``robotlab.history.session``)."""
+    from robotlab.history.session import resume_session
+
+    return await resume_session(robot, session_id)
+
+
 class _RunScope:
     """``with with_hook_scope(registries, hooks), running(robot, network, ledger)`` in one plain object.
 
@@ -387,15 +425,16 @@ class _RunScope:
     generator-based context managers per run.
     """
 
-    __slots__ = ("_run", "_scope", "hooks", "ledger", "network", "registries", "robot")
+    __slots__ = ("_run", "_scope", "events", "hooks", "ledger", "network", "registries", "robot")
 
     def __init__(self, registries: list[HookRegistry | None], hooks: Any, robot: Robot, network: Any,
-                 ledger: Ledger | None) -> None:
+                 ledger: Ledger | None, events: EventEmitter | None = None) -> None:
         self.registries, self.hooks, self.robot, self.network, self.ledger = registries, hooks, robot, network, ledger
+        self.events = events
 
     def __enter__(self) -> None:
         self._scope = enter_hook_scope(self.registries, self.hooks)
-        self._run = enter_run(self.robot, self.network, self.ledger)
+        self._run = enter_run(self.robot, self.network, self.ledger, self.events)
 
     def __exit__(self, *exc: Any) -> None:
         exit_run(self._run)

@@ -30,7 +30,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from robotlab.budget import Ledger
+from robotlab.budget import Ledger, warn_unknown_cost
 from robotlab.compaction import compact, estimate_tokens
 from robotlab.configuration import RunConfig
 from robotlab.doom_loop import DoomLoopDetector
@@ -48,6 +48,8 @@ from robotlab.llm import LlmReply, LlmRequest, Model, ToolCall, assistant_messag
 from robotlab.llm.calls import complete_async
 from robotlab.llm.failures import model_failure
 from robotlab.result import RobotResult, ToolCallRecord
+from robotlab.semantic_cache.cache import CacheHit
+from robotlab.semantic_cache.runs import cache_lookup
 from robotlab.structured_output import FINAL_RESULT_TOOL, output_mode_for, output_schema
 from robotlab.tools import ToolManifest
 
@@ -79,9 +81,10 @@ class RobotRun:
         self.registries = registries
         self.per_run = per_run
         self.events = events
-        self._doom_loop = _DoomLoopWatch(self)
+        self._doom_loop = _DoomLoopWatch(cfg.get("doom_loop_threshold"))
         self.result = RobotResult(robot_name=robot.name)  # filled in as the run goes
         self._started = time.perf_counter()
+        self._cost_checked = False  # whether an unpriced model's reply was checked against a cost budget yet
 
     def partial_result(self) -> RobotResult:
         """What the run did so far, for a failed run's ``err.partial_result``.
@@ -127,7 +130,7 @@ class RobotRun:
         rounds = 0
         while True:
             compact(robot, self.cfg, model, self.registries, self.per_run)
-            reply = await self._generate(model, schemas, result.llm_calls, response_format)
+            reply = await self._generate(model, schemas, result.llm_calls + result.cache_hits, response_format)
             self._account(result, reply)
             robot._messages.append(assistant_message(reply))
             self._check_budgets()  # after accounting: an overspent call's tokens are in err.partial_result
@@ -156,6 +159,9 @@ class RobotRun:
         robot._messages.append({"role": "user", "content": str(self.ctx.request)})
 
     def _account(self, result: RobotResult, reply: LlmReply) -> None:
+        if isinstance(reply.raw, CacheHit):  # served from memory.cache: no call made, no tokens spent
+            result.cache_hits += 1
+            return
         result.llm_calls += 1
         result.prompt_tokens += reply.usage.prompt_tokens
         result.completion_tokens += reply.usage.completion_tokens
@@ -169,7 +175,7 @@ class RobotRun:
         result.tool_calls.extend(records)
         for record in records:
             text = _as_text(record.result)
-            warning = self._doom_loop.observe(record.name)
+            warning = self._doom_loop.observe(self, record.name)
             if warning:
                 text = f"{text}\n\n{warning}"
             self.robot._messages.append(tool_message(record.id, text))
@@ -188,16 +194,22 @@ class RobotRun:
                              response_format=response_format)
         if cfg.prices is not None:
             request.options.setdefault("prices", cfg.prices)
-        # Reserve what the call will at least spend, so parallel robots cannot overspend a shared budget.
-        reservations = _reserve(self.ledgers, estimate_tokens(request.messages) + (cfg.max_tokens or 0))
         ctx = self.ctx
+        lookup = await cache_lookup(ctx.memory, model, request)
+        hit = None if lookup is None else lookup.reply
+        # Reserve what the call will at least spend, so parallel robots cannot overspend a shared budget.
+        reservations = [] if hit else _reserve(self.ledgers, estimate_tokens(request.messages) + (cfg.max_tokens or 0))
         gen_ctx = LlmGenerationHookContext(
             robot=self.robot, network=ctx.network, task=ctx.task, memory=ctx.memory, config=cfg,
-            request=ctx.request, iteration=iteration,
+            request=ctx.request, iteration=iteration, cache_hit=hit is not None,
         )
         on_delta = None if self.events is None else self.events.delta
 
         async def body() -> LlmReply:
+            if hit is not None:
+                if on_delta is not None and hit.text:
+                    on_delta("text", {"text": hit.text})
+                return hit
             try:
                 return await complete_async(model, request, on_delta)
             except Error:
@@ -213,6 +225,11 @@ class RobotRun:
         for ledger, tokens, cost in reservations:
             ledger.reconcile(tokens, reply.usage.total_tokens)
             ledger.reconcile(cost, reply.cost)
+        if lookup is not None and hit is None:
+            await lookup.store(reply)
+        if not reply.cost_known and not self._cost_checked:  # once per run
+            self._cost_checked = True
+            warn_unknown_cost(self.ledgers, self.robot.name, str(getattr(model, "name", model)))
         return reply
 
     def _check_budgets(self) -> None:
@@ -237,14 +254,14 @@ class RobotRun:
         try:
             tool = self.tools.resolve(call.name)
         except ToolNotFoundError as exc:
-            record.error = str(exc)
-            record.result = f"Error ({call.name}): {exc}"
+            record.error = _not_offered(self.robot, call.name) or str(exc)
+            record.result = f"Error ({call.name}): {record.error}"
         else:
             cfg = self.cfg
             if type(tool).parallel_safe and cfg.get("parallel_tools") and cfg.pool_backend != "thread":
                 from robotlab.parallel.tool_job import call_on_pool
 
-                record.result, record.hook_metadata, record.where = await call_on_pool(tool, call, cfg)
+                await call_on_pool(tool, call, cfg, record)
             else:
                 metadata = ExtensionState()
                 record.result = await tool.acall(call.arguments, metadata=metadata)
@@ -252,6 +269,9 @@ class RobotRun:
             if isinstance(record.result, str) and record.result.startswith(f"Error ({tool.name}): "):
                 record.error = record.result
         record.duration = time.perf_counter() - started
+        # A pool job's run time is the worker's own; everything else was waiting and crossing.
+        record.run_s = record.duration if record.worker is None else min(record.run_s, record.duration)
+        record.queued_s = record.duration - record.run_s
         self._emit("tool_call.completed", id=call.id, name=call.name, result=record.result, error=record.error)
         return record
 
@@ -259,12 +279,11 @@ class RobotRun:
 class _DoomLoopWatch:
     """The run's doom-loop detector, and what happens on a detection (hook, event, warning text)."""
 
-    def __init__(self, run: RobotRun) -> None:
-        self.run = run
-        self.detector = DoomLoopDetector(run.cfg.get("doom_loop_threshold"))
+    def __init__(self, threshold: int) -> None:  # no reference to the run: no cycle for the GC to find
+        self.detector = DoomLoopDetector(threshold)
 
-    def observe(self, tool_name: str) -> str:
-        """Track one completed call; the warning to append to its result ("" when there is no loop)."""
+    def observe(self, run: RobotRun, tool_name: str) -> str:
+        """Track one completed call of *run*; the warning to append to its result ("" when there is no loop)."""
         detector = self.detector
         if detector.threshold < 1:
             return ""
@@ -272,7 +291,6 @@ class _DoomLoopWatch:
         pattern = detector.pattern()
         if not pattern:
             return ""
-        run = self.run
         ctx = DoomLoopHookContext(robot=run.robot, tool_name=tool_name, pattern=tuple(pattern),
                                   sequence=tuple(detector.sequence), warning=detector.warning_message())
         Hooks.call("on_doom_loop", ctx, run.registries, run.per_run)
@@ -359,6 +377,15 @@ def _release(reservations: list[tuple[Ledger, Any, Any]]) -> None:
     for ledger, tokens, cost in reservations:
         ledger.release(tokens)
         ledger.release(cost)
+
+
+def _not_offered(robot: Robot, name: str) -> str | None:
+    """What a call of a tool *robot* has, but this run did not offer, is told (None: the robot lacks it too)."""
+    if name not in robot.tools:
+        return None
+    return (f"Tool {name!r} is attached to robot {robot.name!r} but this run did not offer it: tools are opt-in "
+            f"per run, so pass tools=\"inherit\" (every attached tool) or a list naming it, e.g. tools=[{name!r}], "
+            "to run() or network.task()")
 
 
 def _as_text(value: Any) -> str:

@@ -41,6 +41,7 @@ import re
 import sys
 import types
 import typing
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -236,7 +237,7 @@ class Tool:
         parallel_safe: run on the worker pool (``ractor_safe`` is an alias). Inherited.
         raise_on_error: re-raise instead of returning ``Error (<name>): ...`` text.
 
-    An instance carries ``robot`` (its owner, or ``None``) and ``memory``.
+    An instance carries ``robot`` (its owner, held weakly; ``None`` without one) and ``memory``.
     """
 
     name: ClassVar[str] = "tool"
@@ -270,6 +271,18 @@ class Tool:
     def __init__(self, *, robot: Any = None, memory: Any = None) -> None:
         self.robot = robot
         self.memory = memory
+
+    @property
+    def robot(self) -> Any:
+        """The robot that owns this tool (``None`` when it has none, or the robot is gone)."""
+        ref = self._robot_ref
+        return None if ref is None else ref()
+
+    @robot.setter
+    def robot(self, robot: Any) -> None:
+        # Weakly: the robot holds its tools, so a strong back reference would make every robot
+        # with tools a reference cycle that only the cyclic GC frees.
+        self._robot_ref = None if robot is None else weakref.ref(robot)
 
     @classmethod
     def parameters_schema(cls) -> dict[str, Any]:

@@ -17,6 +17,7 @@ Standard library only: this package loads inside subinterpreters.
 from robotlab.hooks.context import (
     CompactionHookContext,
     DoomLoopHookContext,
+    HitlHookContext,
     HookContext,
     LearnHookContext,
     LlmGenerationHookContext,
@@ -45,6 +46,7 @@ __all__ = [
     "DoomLoopHookContext",
     "DotState",
     "ExtensionState",
+    "HitlHookContext",
     "Hook",
     "HookContext",
     "HookRegistry",

@@ -16,6 +16,7 @@ from robotlab.hooks.state import DotState, ExtensionState
 __all__ = [
     "CompactionHookContext",
     "DoomLoopHookContext",
+    "HitlHookContext",
     "HookContext",
     "LearnHookContext",
     "LlmGenerationHookContext",
@@ -126,14 +127,17 @@ class RunHookContext(HookContext):
 
 
 class LlmGenerationHookContext(RunHookContext):
-    """``llm_generation`` family (its ``event`` is ``"run"``, as in robot_lab): adds iteration."""
+    """``llm_generation`` family (its ``event`` is ``"run"``, as in robot_lab): adds iteration, and
+    cache_hit (the reply comes from ``memory.cache``: the model is not called)."""
 
-    _readonly_fields = (*RunHookContext._readonly_fields, "iteration")
+    _readonly_fields = (*RunHookContext._readonly_fields, "iteration", "cache_hit")
     _rw_fields = (*RunHookContext._rw_fields, "generation_response")
     iteration = _readonly("iteration")
+    cache_hit = _readonly("cache_hit")
 
     def __init__(self, event: str | None = None, metadata: ExtensionState | None = None, **fields: Any) -> None:
         fields.setdefault("iteration", 0)
+        fields["cache_hit"] = bool(fields.get("cache_hit"))
         super().__init__(event, metadata, **fields)
         if self._fields["iteration"] is None:
             self._fields["iteration"] = 0
@@ -240,3 +244,19 @@ class CompactionHookContext(HookContext):
 
     def _derived_fields(self) -> tuple[str, ...]:
         return ("handled",)
+
+
+class HitlHookContext(HookContext):
+    """``hitl`` family (``ask_user``): robot, question, choices, default; rw answer, source, error.
+
+    A ``before_hitl`` handler that sets ``answer`` answers the question itself
+    (``source`` becomes ``"hook"``): nobody is asked.
+    """
+
+    _event = "hitl"
+    _readonly_fields = ("robot", "question", "choices", "default")
+    _rw_fields = ("answer", "source", "error")
+    robot = _readonly("robot")
+    question = _readonly("question")
+    choices = _readonly("choices")
+    default = _readonly("default")

@@ -6,19 +6,21 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
+from robotlab.hooks.context import HookContext
 from robotlab.hooks.hook import Hook
 from robotlab.hooks.registry import HookRegistry, Registration
 from robotlab.sync_bridge import in_thread
 
 __all__ = ["ERROR_FAMILIES", "FAMILIES", "Hooks"]
 
-FAMILIES = ("run", "llm_generation", "tool_call", "network_run", "task", "compaction", "learn")
+FAMILIES = ("run", "llm_generation", "tool_call", "network_run", "task", "compaction", "learn", "hitl")
 ERROR_FAMILIES = ("run", "network_run", "task")
 _RESULT_FIELD = {
     "run": "response",
     "network_run": "result",
     "task": "result",
     "llm_generation": "generation_response",
+    "hitl": "answer",
 }
 
 Registries = Sequence[HookRegistry | None]
@@ -109,7 +111,8 @@ class Hooks:
         for registry in registries:
             if registry is not None:
                 out.extend(registry.registrations_for(hook_name))
-        out.extend(Hooks.per_run_entries(hook_name, per_run_hooks))
+        if per_run_hooks:
+            out.extend(Hooks.per_run_entries(hook_name, per_run_hooks))
         return out
 
     @staticmethod
@@ -137,11 +140,19 @@ class Hooks:
         registration: Registration, hook_name: str, ctx: Any, block: Callable[[], Any] | None = None
     ) -> Any:
         """Call one handler with its namespace active and its context defaults merged in."""
-        namespace = registration.namespace
+        namespace = registration.handler_class.namespace
         if registration.context:
             ctx.ext(namespace).merge_defaults(registration.context)
-        with ctx.with_namespace(namespace):
+        if not isinstance(ctx, HookContext):  # another family's own context type
+            with ctx.with_namespace(namespace):
+                return registration.handler_class.call(hook_name, ctx, block)
+        active = ctx._ns  # ctx.with_namespace(namespace), without a context manager's cost on this hot path
+        previous = getattr(active, "name", None)
+        active.name = str(namespace)
+        try:
             return registration.handler_class.call(hook_name, ctx, block)
+        finally:
+            active.name = previous
 
     @staticmethod
     def per_run_entries(hook_name: str, hooks: PerRun) -> list[Registration]:

@@ -6,6 +6,7 @@ import logging
 import time
 from typing import Any, TextIO
 
+from robotlab import worker_channel
 from robotlab.hooks.hook import Hook
 from robotlab.hooks.registry import HookRegistry, Registration, global_hooks
 
@@ -23,6 +24,10 @@ def _name(obj: Any) -> str:
 
 class Narrator(Hook):
     """Logs one line per hook event to ``logging.getLogger("robotlab.narrator")`` or a stream.
+
+    Events in worker processes, subinterpreters and Ray workers (a network's
+    tasks in a parallel mode, ``parallel_safe`` tools on a pool) are written
+    here too, each job's lines in the order they happened.
 
     >>> import io
     >>> stream = io.StringIO()
@@ -44,7 +49,20 @@ class Narrator(Hook):
         return (registry or global_hooks()).on(cls)
 
     @classmethod
+    def parent_endpoint(cls) -> _Narration:
+        """Where the lines of a worker job's narrator go: to this process's stream or logger, in order."""
+        return _Narration(cls)
+
+    @classmethod
     def _say(cls, text: str) -> None:
+        parent = worker_channel.parent_half(str(cls.namespace))
+        if parent is not None:  # in a worker job: the parent writes the line, where it writes its own
+            parent.call("say", text)
+        else:
+            cls._write(text)
+
+    @classmethod
+    def _write(cls, text: str) -> None:
         if cls.stream is not None:
             cls.stream.write(text + "\n")
         else:
@@ -120,3 +138,21 @@ class Narrator(Hook):
     @classmethod
     def on_error(cls, ctx):
         cls._say(f"[{ctx.event}] error: {type(ctx.error).__name__}: {ctx.error}")
+
+
+class _Narration:
+    """The parent's end of a worker job's narrator (a job endpoint): each ``say`` is written here."""
+
+    def __init__(self, narrator: type[Narrator]) -> None:
+        self._narrator = narrator
+
+    def blocks(self, op: str, args: tuple) -> bool:
+        return False
+
+    def handle(self, op: str, args: tuple, still_waiting: Any) -> None:
+        if op != "say":
+            raise ValueError(f"unknown operation {op!r}")
+        self._narrator._write(str(args[0]))
+
+    def close(self) -> None:
+        pass

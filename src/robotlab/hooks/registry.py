@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,8 @@ class HookRegistry:
     def __init__(self) -> None:
         self._registrations: list[Registration] = []
         self._lock = threading.Lock()
+        # hook name -> the registrations that implement it, filled on first use, emptied on every change
+        self._by_name: dict[str, tuple[Registration, ...]] = {}
 
     def on(self, handler_class: type[Hook], context: dict[str, Any] | None = None) -> Registration:
         """Register *handler_class*; ``context`` becomes defaults of its ``ctx.local``."""
@@ -50,14 +53,29 @@ class HookRegistry:
         registration = Registration(handler_class, dict(context) if context else None)
         with self._lock:
             self._registrations.append(registration)
+            self._by_name = {}
         return registration
 
-    def registrations_for(self, hook_name: str) -> list[Registration]:
-        """Only the registrations whose handler implements *hook_name*."""
-        if not self._registrations:  # most registries are empty: skip the lock on the hot path
-            return []
+    def off(self, registration: Registration) -> bool:
+        """Remove *registration* (what :meth:`on` returned); False when it is not registered here."""
         with self._lock:
-            return [r for r in self._registrations if r.handler_class.implements(hook_name)]
+            for i, registered in enumerate(self._registrations):
+                if registered is registration:
+                    del self._registrations[i]
+                    self._by_name = {}
+                    return True
+        return False
+
+    def registrations_for(self, hook_name: str) -> Sequence[Registration]:
+        """Only the registrations whose handler implements *hook_name* (a snapshot: later changes make a new one)."""
+        if not self._registrations:  # most registries are empty: skip the lock on the hot path
+            return ()
+        found = self._by_name.get(hook_name)
+        if found is None:
+            with self._lock:
+                found = self._by_name[hook_name] = tuple(
+                    r for r in self._registrations if r.handler_class.implements(hook_name))
+        return found
 
     def is_empty(self) -> bool:
         """Whether nothing is registered here (read without the lock: a racing ``on`` may not show yet)."""
@@ -72,6 +90,7 @@ class HookRegistry:
         """Remove every registration in place; returns the (now empty) internal list."""
         with self._lock:
             self._registrations.clear()
+            self._by_name = {}
             return self._registrations
 
 

@@ -12,10 +12,23 @@ from robotlab.llm.types import LlmReply, LlmRequest, ToolCall, Usage
 __all__ = ["LiteLLMModel"]
 
 
+_quieted = False
+
+
 def _litellm() -> Any:
+    """litellm; the first time, with its stdout banners off ("Give Feedback / Get Help", "Provider List").
+
+    A failed call raises an InferenceError that says what happened, so the banners
+    only add noise to a program's output. Set ``litellm.suppress_debug_info = False``
+    after robotlab's first call to have them back.
+    """
+    global _quieted
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the cost map
     import litellm
 
+    if not _quieted:
+        litellm.suppress_debug_info = True
+        _quieted = True
     return litellm
 
 
@@ -132,11 +145,12 @@ class LiteLLMModel:
         usage = Usage(
             int(getattr(usage_obj, "prompt_tokens", 0) or 0), int(getattr(usage_obj, "completion_tokens", 0) or 0)
         )
+        known = True
         if prices:
             cost = usage.prompt_tokens * prices[0] + usage.completion_tokens * prices[1]
         else:
             try:
                 cost = float(litellm.completion_cost(completion_response=response) or 0.0)
             except Exception:  # litellm raises for models it has no price for
-                cost = 0.0
-        return LlmReply(message.content, calls, usage, cost, getattr(response, "model", self.name), response)
+                cost, known = 0.0, False
+        return LlmReply(message.content, calls, usage, cost, getattr(response, "model", self.name), response, known)

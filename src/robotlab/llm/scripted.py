@@ -42,7 +42,8 @@ class ScriptedModel:
 
     A reply is a ``str`` (final text), a ``ToolCall`` or list of them, or an
     ``LlmReply``. Usage is reported (about 4 characters per token) so budgets
-    work; ``prices=(input_per_token, output_per_token)`` gives a cost.
+    work; ``prices=(input_per_token, output_per_token)`` gives a cost (without
+    them a reply costs 0.0 with ``cost_known=False``, as an unpriced real model).
     ``response_schema`` is what it answers to ``supports_response_schema()``:
     with ``output_type=`` and ``output_mode="auto"``, True (the default) means
     its text replies are the JSON answers; False, that it answers by calling
@@ -102,6 +103,8 @@ class ScriptedModel:
         prices = request.options.get("prices") or self.prices
         if prices and not reply.cost:
             reply.cost = reply.usage.prompt_tokens * prices[0] + reply.usage.completion_tokens * prices[1]
+        elif not reply.cost:
+            reply.cost_known = False  # no prices and no scripted cost: as a real model litellm has no price for
         reply.model = reply.model or self.name
         return reply
 

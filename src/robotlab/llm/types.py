@@ -38,6 +38,7 @@ class LlmReply:
     cost: float = 0.0
     model: str = ""
     raw: Any = None
+    cost_known: bool = True  # False: no price for this model, so ``cost`` is 0.0 whatever the call cost
 
 
 @dataclass

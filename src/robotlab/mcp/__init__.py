@@ -25,6 +25,7 @@ from __future__ import annotations
 from robotlab.mcp.client import MCPClient, MCPToolInfo, MCPToolResult
 from robotlab.mcp.config import TRANSPORTS, MCPServer, parse_servers
 from robotlab.mcp.connections import MCPConnections, connect_servers
+from robotlab.mcp.discovery import discover_servers, load_servers, relevant_servers
 from robotlab.mcp.selection import offered_tools, select_servers
 from robotlab.mcp.tools import MCPTool, mcp_tool_class, mcp_tools
 
@@ -37,9 +38,12 @@ __all__ = [
     "MCPToolInfo",
     "MCPToolResult",
     "connect_servers",
+    "discover_servers",
+    "load_servers",
     "mcp_tool_class",
     "mcp_tools",
     "offered_tools",
     "parse_servers",
+    "relevant_servers",
     "select_servers",
 ]

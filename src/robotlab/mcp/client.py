@@ -130,7 +130,7 @@ class MCPClient:
         with self._lock:
             if self._session is not None:
                 return self
-            sdk.load()
+            sdk.load(self.server.transport)
             self._shutdown(graceful=True)  # the remains of a connection that ended on its own
             loop = asyncio.new_event_loop()
             ready: concurrent.futures.Future[Any] = concurrent.futures.Future()
@@ -203,10 +203,8 @@ class MCPClient:
         session = None
         try:
             async with contextlib.AsyncExitStack() as stack:
-                if self.server.transport == "stdio":
-                    read, write = await sdk.open_stdio(stack, self.server, _errlog(stack))
-                else:
-                    read, write = await sdk.open_http(stack, self.server)
+                errlog = _errlog(stack) if self.server.transport == "stdio" else sys.stderr
+                read, write = await sdk.open_transport(stack, self.server, errlog)
                 from mcp import ClientSession
 
                 session = await stack.enter_async_context(ClientSession(read, write))

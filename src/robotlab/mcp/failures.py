@@ -27,8 +27,8 @@ from robotlab.mcp.config import MCPServer
 
 __all__ = ["is_transient", "leaf_errors", "server_label", "transport_error"]
 
-# httpx / httpx2 exception classes, matched by name so neither has to be imported here.
-_TRANSIENT_HTTP_CLASSES = frozenset({"TransportError", "TimeoutException", "NetworkError"})
+# httpx / httpx2 and websockets exception classes, matched by name so none has to be imported here.
+_TRANSIENT_HTTP_CLASSES = frozenset({"TransportError", "TimeoutException", "NetworkError", "ConnectionClosed"})
 
 
 def server_label(server: MCPServer) -> str:

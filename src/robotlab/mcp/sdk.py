@@ -2,13 +2,19 @@
 
 robotlab supports ``mcp>=1.10,<3``. Between 1.x and 2.x the model fields moved
 from camelCase to snake_case (``inputSchema`` → ``input_schema``), the HTTP
-transport was renamed (``streamablehttp_client`` → ``streamable_http_client``)
-and the JSON-RPC error class was renamed (``McpError`` → ``MCPError``). Every
-such difference is absorbed here, so the rest of ``robotlab.mcp`` reads one API.
+transport was renamed (``streamablehttp_client`` → ``streamable_http_client``),
+the JSON-RPC error class was renamed (``McpError`` → ``MCPError``) and the
+WebSocket transport was removed (it was never part of the MCP specification).
+Every such difference is absorbed here, so the rest of ``robotlab.mcp`` reads one API.
+
+The WebSocket client is therefore robotlab's own, on the ``websockets`` package,
+speaking what 1.x's ``mcp.client.websocket`` spoke: the ``mcp`` subprotocol, one
+JSON-RPC message per text frame.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
 from contextlib import AsyncExitStack
@@ -25,7 +31,10 @@ __all__ = [
     "load",
     "model_field",
     "open_http",
+    "open_sse",
     "open_stdio",
+    "open_transport",
+    "open_websocket",
 ]
 
 # JSON-RPC error codes the SDK uses for a dead connection and an unanswered request.
@@ -33,8 +42,9 @@ CONNECTION_CLOSED = -32000
 REQUEST_TIMEOUT = -32001
 
 
-def load() -> ModuleType:
-    """``import mcp``, or raise ``DependencyError`` naming the extra that installs it."""
+def load(transport: str = "stdio") -> ModuleType:
+    """``import mcp`` (and ``websockets`` for *transport* ``"websocket"``), or raise ``DependencyError``
+    naming the extra that installs it."""
     try:
         import mcp
         import mcp.client.stdio
@@ -42,6 +52,12 @@ def load() -> ModuleType:
         import mcp.shared.exceptions
     except ImportError as exc:
         raise DependencyError.missing("robotlab.mcp (MCP servers as tools)", "robotlab[mcp]") from exc
+    if transport == "websocket":
+        try:
+            import websockets.asyncio.client  # noqa: F401
+        except ImportError as exc:
+            raise DependencyError.missing("MCP servers over WebSocket (the websockets package)",
+                                          "robotlab[mcp]") from exc
     return mcp
 
 
@@ -89,6 +105,82 @@ async def open_http(stack: AsyncExitStack, server: Any) -> tuple[Any, Any]:
     http_client = await stack.enter_async_context(create_mcp_http_client(headers=headers))
     streams = await stack.enter_async_context(opener(server.url, http_client=http_client))
     return streams[0], streams[1]
+
+
+async def open_sse(stack: AsyncExitStack, server: Any) -> tuple[Any, Any]:
+    """Connect to *server*'s URL with the HTTP+SSE transport; the connection lives as long as *stack*."""
+    from mcp.client.sse import sse_client
+
+    # No read timeout on the event stream: a session may sit idle between a run's tool calls;
+    # each request still has its own timeout (call_timeout).
+    streams = await stack.enter_async_context(
+        sse_client(server.url, headers=dict(server.headers) or None, timeout=server.connect_timeout,
+                   sse_read_timeout=None)
+    )
+    return streams[0], streams[1]
+
+
+async def open_websocket(stack: AsyncExitStack, server: Any) -> tuple[Any, Any]:
+    """Connect to *server*'s ``ws://`` URL (subprotocol ``mcp``); the connection lives as long as *stack*."""
+    import anyio
+    from mcp.shared.message import SessionMessage
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    socket = await stack.enter_async_context(connect(
+        server.url, subprotocols=["mcp"], additional_headers=dict(server.headers) or None,  # type: ignore[list-item]
+        open_timeout=server.connect_timeout, proxy=None,
+    ))
+    incoming_writer, incoming = anyio.create_memory_object_stream[Any](0)
+    outgoing, outgoing_reader = anyio.create_memory_object_stream[Any](0)
+    parse = _message_parser()
+
+    # A closed connection ends the frame loops; the session then sees its stream end (the
+    # CONNECTION_CLOSED error of the requests in flight), as when a stdio server exits.
+    async def read_frames() -> None:
+        async with incoming_writer:
+            with contextlib.suppress(ConnectionClosed):
+                async for frame in socket:
+                    try:
+                        message: Any = SessionMessage(parse(frame))
+                    except Exception as exc:  # a bad frame is the session's to report, not the connection's end
+                        message = exc
+                    await incoming_writer.send(message)
+
+    async def write_frames() -> None:
+        async with outgoing_reader:
+            with contextlib.suppress(ConnectionClosed):
+                async for message in outgoing_reader:
+                    await socket.send(message.message.model_dump_json(by_alias=True, exclude_unset=True))
+
+    tasks = await stack.enter_async_context(anyio.create_task_group())
+    stack.callback(tasks.cancel_scope.cancel)  # runs first on exit: the frame loops end, then the socket closes
+    tasks.start_soon(read_frames)
+    tasks.start_soon(write_frames)
+    return incoming, outgoing
+
+
+def _message_parser() -> Any:
+    """JSON text → a JSON-RPC message model (``mcp_types`` in 2.x, ``mcp.types`` in 1.x)."""
+    try:
+        import mcp_types
+
+        return lambda text: mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except ImportError:
+        from mcp.types import JSONRPCMessage
+
+        return JSONRPCMessage.model_validate_json
+
+
+async def open_transport(stack: AsyncExitStack, server: Any, errlog: IO[str]) -> tuple[Any, Any]:
+    """The read and write streams of *server*'s transport, whichever it is."""
+    if server.transport == "stdio":
+        return await open_stdio(stack, server, errlog)
+    if server.transport == "sse":
+        return await open_sse(stack, server)
+    if server.transport == "websocket":
+        return await open_websocket(stack, server)
+    return await open_http(stack, server)
 
 
 async def list_tools_page(session: Any, cursor: str | None) -> Any:

@@ -30,19 +30,25 @@ from typing import Any
 
 from robotlab.errors import ConfigurationError, ToolNotFoundError
 from robotlab.mcp.config import MCPServer
+from robotlab.mcp.discovery import relevant_servers
 from robotlab.tools import Tool, ToolManifest, tool_names
 
 __all__ = ["offered_tools", "select_servers"]
 
 
-def select_servers(configured: Sequence[MCPServer], mcp: Any, *, where: str) -> tuple[MCPServer, ...]:
-    """The servers a run uses: ``"none"``, ``"inherit"`` (all configured) or a list of server names."""
+def select_servers(configured: Sequence[MCPServer], mcp: Any, *, where: str, query: str = "") -> tuple[MCPServer, ...]:
+    """The servers a run uses: ``"none"``, ``"inherit"`` (all configured), ``"discover"`` (those
+    relevant to *query*, see :func:`robotlab.mcp.discovery.relevant_servers`) or a list of server names."""
     if mcp == "none":
         return ()
     if mcp == "inherit":
         return tuple(configured)
+    if mcp == "discover":
+        return relevant_servers(query, configured)
     if isinstance(mcp, str) or not isinstance(mcp, Sequence) or not all(isinstance(n, str) for n in mcp):
-        raise ConfigurationError(f"mcp must be 'none', 'inherit' or a list of MCP server names, got {mcp!r}")
+        raise ConfigurationError(
+            f"mcp must be 'none', 'inherit', 'discover' or a list of MCP server names, got {mcp!r}"
+        )
     by_name = {server.name: server for server in configured}
     for name in mcp:
         if name not in by_name:

@@ -184,9 +184,29 @@ def _refused_import(exc: BaseException) -> DependencyError | None:
     for error in (exc, exc.__cause__, exc.__context__):
         match = _REFUSED.search(str(error)) if isinstance(error, ImportError) else None
         if match:
-            return DependencyError(f"{match.group(1)} cannot be imported in a subinterpreter (it does not support "
+            module = _full_module_name(error, match.group(1))
+            return DependencyError(f"{module} cannot be imported in a subinterpreter (it does not support "
                                    "isolated interpreters); run this job with backend='process'")
     return None
+
+
+def _full_module_name(error: ImportError, name: str) -> str:
+    """*name* with its package: CPython names the extension by its own name only (``_core``, not ``msgspec._core``).
+
+    The package is that of the innermost frame of the traceback (the one whose import was
+    refused), when the extension's file sits next to that frame's file.
+    """
+    tb, frame = error.__traceback__, None
+    while tb is not None:
+        frame, tb = tb.tb_frame, tb.tb_next
+    if "." in name or frame is None:
+        return name
+    package, folder = frame.f_globals.get("__package__"), os.path.dirname(frame.f_code.co_filename)
+    try:
+        beside = any(entry.startswith(f"{name}.") for entry in os.listdir(folder))
+    except OSError:
+        beside = False
+    return f"{package}.{name}" if package and beside else name
 
 
 def _error_reply(job_id: int | None, exc: BaseException, hook_metadata: dict | None, seconds: float,

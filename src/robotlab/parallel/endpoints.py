@@ -170,6 +170,8 @@ class LedgerEndpoint(Endpoint):
             return self.ledger.reconcile(reservation, args[1])
         if op == "overspend_error":
             return self.ledger.overspend_error()
+        if op == "limit":
+            return self.ledger.limit(*args)
         raise self.unknown(op)
 
     def close(self) -> None:

@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from robotlab import worker_channel
 from robotlab.errors import Error, WireError
 from robotlab.parallel import shared_buffers, wire
 
@@ -177,3 +178,12 @@ def endpoint(name: str) -> RemoteEndpoint | None:
     if endpoints is None:
         raise Error(f"the parent's {name} is only available inside a job running on a WorkerPool")
     return endpoints.get(name)
+
+
+def _job_endpoints() -> dict[str, RemoteEndpoint] | None:
+    """The running job's endpoints by name, None outside a job (for ``robotlab.worker_channel``)."""
+    endpoints = _in_context.get()
+    return _current if endpoints is None else endpoints
+
+
+worker_channel.install(_job_endpoints)

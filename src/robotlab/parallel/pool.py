@@ -168,7 +168,8 @@ class WorkerPool(Executor):
         - ``hooks="inherit"``: the ``tool_call`` hooks in effect here (the current
           hook scope of a run, else the global registry) are registered again in
           the worker by import path and fire there; what they record in
-          ``ctx.metadata`` comes back as ``future.hook_metadata``. A hook class
+          ``ctx.metadata`` comes back as ``future.hook_metadata``; a hook class with a
+          ``parent_endpoint()`` (the Narrator, tracing) reaches its half here. A hook class
           that cannot be imported by workers raises ``RactorBoundaryError`` here.
           ``hooks=None``: no hooks.
         - ``errors="raise"``: a failure raises
@@ -184,8 +185,9 @@ class WorkerPool(Executor):
             raise ConfigurationError(f"errors must be 'raise' or 'text'; got {errors!r}")
         _check_memory(memory)
         kind = "tool" if errors == "raise" else "tool_text"
+        shipped, hook_ends = self._tool_call_hooks(hooks)
         return self.submit_job(kind, self.path_of(tool), (), dict(args or {}), timeout,
-                            endpoints=self._memory_endpoint(memory), hooks=self._tool_call_hooks(hooks))
+                               endpoints={**(self._memory_endpoint(memory) or {}), **hook_ends}, hooks=shipped)
 
     def run_tool(self, tool: type | str, args: dict[str, Any] | None = None, *, timeout: float | None = None,
                  memory: Memory | None = None, hooks: str | None = "inherit", errors: str = "raise") -> Any:
@@ -326,15 +328,17 @@ class WorkerPool(Executor):
         memory = memory if memory is not None else self._memory
         return None if memory is None else {"memory": MemoryEndpoint(memory)}
 
-    def _tool_call_hooks(self, hooks: str | None) -> shipped_hooks.Description | None:
-        """The ``tool_call`` hooks in effect, as the import paths a job frame carries (see ``shipped_hooks``)."""
+    def _tool_call_hooks(self, hooks: str | None) -> tuple[shipped_hooks.Description | None, dict[str, Endpoint]]:
+        """The ``tool_call`` hooks in effect, as the import paths a job frame carries (see ``shipped_hooks``),
+        and the parent endpoints those hooks keep here for their worker half."""
         if hooks is None:
-            return None
+            return None, {}
         if hooks != "inherit":
             raise ConfigurationError(f"hooks must be 'inherit' or None; got {hooks!r}")
         scope = current_hook_scope()
         registries, per_run = (scope.registries, scope.per_run_hooks) if scope is not None else ((global_hooks(),), ())
-        return self.describe_hooks(registries, per_run, ("tool_call",))
+        return (self.describe_hooks(registries, per_run, ("tool_call",)),
+                shipped_hooks.parent_endpoints(registries, per_run, ("tool_call",)))
 
     def describe_hooks(self, registries: Any, per_run: Any, families: Any) -> shipped_hooks.Description | None:
         """The hooks of *families* in *registries* and *per_run*, as workers of this pool can import them."""

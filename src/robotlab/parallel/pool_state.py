@@ -73,7 +73,8 @@ class PoolFuture(Future):
     The result then reaches the waiting thread directly, not through a wake-up of
     the supervisor thread first: one thread hop less per round trip.
     ``hook_metadata`` is what the ``tool_call`` hooks recorded in the worker's
-    ``ctx.metadata`` (``{namespace: {key: value}}``), or None.
+    ``ctx.metadata`` (``{namespace: {key: value}}``), or None. Once the job ran:
+    ``worker_id``, the id of the worker that ran it, and ``run_seconds``, how long it ran there.
     """
 
     def __init__(self, read: Callable[[Job, float | None], None]) -> None:
@@ -81,6 +82,8 @@ class PoolFuture(Future):
         self._read: Callable[[Job, float | None], None] | None = read
         self._job: Job | None = None
         self.hook_metadata: dict[str, dict[str, Any]] | None = None
+        self.worker_id: int | None = None
+        self.run_seconds: float | None = None
 
     def result(self, timeout: float | None = None) -> Any:
         read, job = self._read, self._job

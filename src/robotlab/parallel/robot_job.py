@@ -15,7 +15,8 @@ its tool loop there. What runs where:
   stay in one process and any model object works, a ``ScriptedModel``
   function included), the budget ledgers (so parallel robots cannot overspend
   a shared budget), the memory (so subscriptions and blocking reads fire as in
-  thread mode), and a network's ``network_run`` and ``task`` hooks.
+  thread mode), a network's ``network_run`` and ``task`` hooks, and
+  ``ask_user`` questions (the parent's robot asks, with its ``hitl`` hooks).
 
 The robot's conversation and learnings travel with the spec and come back
 with the result, so a robot behaves as in thread mode from one task to the next.
@@ -116,8 +117,7 @@ def describe_robot(robot: Robot, pool: Any, *, network: Any = None, hooks: Any =
     auto_compact = robot.auto_compact
     if callable(auto_compact):
         auto_compact = path(auto_compact, "its auto_compact function:")
-    levels = [global_hooks(), getattr(network, "hooks", None), robot.hooks]
-    per_run = () if hooks is None else (hooks,) if isinstance(hooks, type) else tuple(hooks)
+    levels, per_run = _hook_levels(robot, network, hooks)
     try:
         shipped = pool.describe_hooks(levels, per_run, shipped_hooks.WORKER_FAMILIES)
     except RactorBoundaryError as exc:
@@ -146,6 +146,12 @@ def describe_robot(robot: Robot, pool: Any, *, network: Any = None, hooks: Any =
         raise RactorBoundaryError(f"{where}: {exc}") from None
 
 
+def _hook_levels(robot: Robot, network: Any, hooks: Any) -> tuple[list[Any], tuple[type, ...]]:
+    """The hook registries of a run (global → network → robot) and its per-run hook classes."""
+    per_run = () if hooks is None else (hooks,) if isinstance(hooks, type) else tuple(hooks)
+    return [global_hooks(), getattr(network, "hooks", None), robot.hooks], per_run
+
+
 def _split_output(effective: RunConfig, model: Any) -> tuple[RunConfig, tuple[str, Any] | None]:
     """The worker's config without ``output_type``, and the type's (name, JSON schema) for the spec."""
     if effective.output_type is None:
@@ -172,23 +178,11 @@ async def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Seq
     anything runs when the robot cannot be described. Cancelling the awaiting
     task cancels the job (a running worker is replaced).
     """
-    from robotlab.llm import resolve_model
-    from robotlab.parallel.endpoints import LedgerEndpoint, MemoryEndpoint, ModelEndpoint
-
     run_overrides = RunConfig.from_options(overrides, where="robot.run()")
     spec = describe_robot(robot, pool, network=network, hooks=hooks, overrides=run_overrides)
     effective = robot.effective_config(network, run_overrides)
-    memory = memory if memory is not None else robot.memory
-    endpoints = {**(endpoints or {}), "memory": MemoryEndpoint(memory),
-                 "model": ModelEndpoint(resolve_model(robot._model(effective)),
-                                          on_delta=None if events is None else events.delta)}
-    own_ledger = robot._ledger_for(effective)
-    if own_ledger is not None:
-        endpoints["robot_ledger"] = LedgerEndpoint(own_ledger)
-    if budget_ledger is not None:
-        endpoints["network_ledger"] = LedgerEndpoint(budget_ledger)
-    if events is not None:
-        endpoints["events"] = _EventsEndpoint(events)
+    endpoints = _run_endpoints(robot, effective, dict(endpoints or {}), memory=memory, network=network,
+                               hooks=hooks, budget_ledger=budget_ledger, events=events)
     output = None
     if effective.output_type is not None:
         from robotlab.parallel.robot_output import OutputEndpoint
@@ -203,9 +197,12 @@ async def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Seq
                                  None, endpoints=endpoints)
         try:
             result, learnings = await awaited(pool, future)
-        except ToolLoopError as exc:
-            robot._broken_by = exc  # as in thread mode: clear_messages() before the next run
+        except Exception as exc:
+            _ran_on(pool, future, getattr(exc, "partial_result", None))
+            if isinstance(exc, ToolLoopError):
+                robot._broken_by = exc  # as in thread mode: clear_messages() before the next run
             raise
+        _ran_on(pool, future, result)
         robot._messages = [dict(m) for m in result.messages]
         robot._learnings = list(learnings)
     if output is not None:
@@ -213,6 +210,35 @@ async def run_on_pool(pool: Any, robot: Robot, message: str, *, tools: str | Seq
     if events is not None:
         events.emit("run.completed", result=result)
     return result
+
+
+def _run_endpoints(robot: Robot, effective: RunConfig, endpoints: dict[str, Any], *, memory: Any, network: Any,
+                   hooks: Any, budget_ledger: Any, events: EventEmitter | None) -> dict[str, Any]:
+    """The parent objects a worker's run of *robot* reaches: memory, model, ledgers, events, hooks' halves."""
+    from robotlab.llm import resolve_model
+    from robotlab.parallel.endpoints import LedgerEndpoint, MemoryEndpoint, ModelEndpoint
+
+    endpoints["memory"] = MemoryEndpoint(memory if memory is not None else robot.memory)
+    endpoints["model"] = ModelEndpoint(resolve_model(robot._model(effective)),
+                                       on_delta=None if events is None else events.delta)
+    own_ledger = robot._ledger_for(effective)
+    if own_ledger is not None:
+        endpoints["robot_ledger"] = LedgerEndpoint(own_ledger)
+    if budget_ledger is not None:
+        endpoints["network_ledger"] = LedgerEndpoint(budget_ledger)
+    if events is not None:
+        endpoints["events"] = _EventsEndpoint(events)
+    if _asks_user(robot):
+        endpoints["human"] = _HumanEndpoint(robot, network, events)  # ask_user in the worker asks here
+    levels, per_run = _hook_levels(robot, network, hooks)
+    endpoints.update(shipped_hooks.parent_endpoints(levels, per_run, shipped_hooks.WORKER_FAMILIES))
+    return endpoints
+
+
+def _ran_on(pool: Any, future: Any, result: RobotResult | None) -> None:
+    """Mark *result*'s tool calls as run on the worker of *future* (in-process there: on the pool's backend)."""
+    for record in getattr(result, "tool_calls", None) or ():
+        record.where, record.worker = pool.backend, future.worker_id
 
 
 class _EventsEndpoint(Endpoint):
@@ -226,6 +252,33 @@ class _EventsEndpoint(Endpoint):
             raise self.unknown(op)
         type_, data = args
         self._events.emit(type_, **thaw_json(data))
+
+
+def _asks_user(robot: Robot) -> bool:
+    from robotlab.human_input import AskUser
+
+    return any(isinstance(t, AskUser) for t in robot.tools)
+
+
+class _HumanEndpoint(Endpoint):
+    """Where ``ask_user`` in a worker asks: through the parent's robot (its streams or handler, hooks, events)."""
+
+    def __init__(self, robot: Robot, network: Any, events: EventEmitter | None) -> None:
+        self._robot, self._network, self._events = robot, network, events
+
+    def blocks(self, op: str, args: tuple) -> bool:
+        return True  # a person may take their time: never hold up the pool
+
+    def handle(self, op: str, args: tuple, still_waiting: Any) -> Any:
+        if op != "ask":
+            raise self.unknown(op)
+        from robotlab.human_input import Question, ask
+        from robotlab.sync_bridge import run_sync
+
+        text, choices, default = args
+        question = Question(text, tuple(choices or ()), default, self._robot.name)
+        return run_sync(lambda: ask(self._robot, question, events=self._events,
+                                    registries=self._robot._registries(self._network)))
 
 
 _checked: weakref.WeakKeyDictionary[Any, set[RobotSpec]] = weakref.WeakKeyDictionary()
@@ -372,4 +425,7 @@ class _LedgerProxy:
 
     def overspend_error(self) -> Any:
         return self._remote.call("overspend_error")
+
+    def limit(self, dimension: str) -> Any:
+        return self._remote.call("limit", dimension)
 

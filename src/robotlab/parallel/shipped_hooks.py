@@ -6,6 +6,8 @@ plain data: ``(levels, per_run)``, where each level is a tuple of
 ``(import_path, context)`` for the registrations whose classes implement a
 hook of *families*. ``rebuild(description)`` (worker) returns the registries
 and per-run classes again, built once per distinct description.
+``parent_endpoints(...)`` (parent) collects the endpoints such hooks keep in
+the parent for their worker half (see ``robotlab.worker_channel``).
 
 Worker-side module: standard library and robotlab's worker-side modules only.
 """
@@ -16,11 +18,12 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from robotlab.parallel.boundary import freeze_deep, resolve
+from robotlab.worker_channel import endpoint_name
 
 if TYPE_CHECKING:  # a worker imports robotlab.hooks only once a job brings hooks: its start-up stays short
     from robotlab.hooks import Hook, HookRegistry
 
-__all__ = ["WORKER_FAMILIES", "describe", "rebuild"]
+__all__ = ["WORKER_FAMILIES", "describe", "parent_endpoints", "rebuild"]
 
 #: The hook families that fire where a robot runs (a network's ``network_run`` and ``task`` stay in the parent).
 WORKER_FAMILIES = ("run", "llm_generation", "tool_call", "compaction", "learn")
@@ -60,6 +63,22 @@ def describe(registries: Sequence[HookRegistry | None], per_run: Sequence[type[H
     if not paths and not any(levels):
         return None
     return levels, paths
+
+
+def parent_endpoints(registries: Sequence[HookRegistry | None], per_run: Sequence[type[Hook]],
+                     families: Iterable[str]) -> dict[str, Any]:
+    """The job endpoints of the shipped hook classes that define ``parent_endpoint()``, by endpoint name."""
+    names = _hook_names(families)
+    classes = [r.handler_class for registry in registries if registry is not None for r in registry.registrations()]
+    endpoints: dict[str, Any] = {}
+    for cls in (*classes, *per_run):
+        make = getattr(cls, "parent_endpoint", None)
+        name = endpoint_name(str(cls.namespace))
+        if make is not None and name not in endpoints and any(cls.implements(n) for n in names):
+            made = make()
+            if made is not None:
+                endpoints[name] = made
+    return endpoints
 
 
 _rebuilt: dict[Description, tuple[list[HookRegistry], tuple[type, ...]]] = {}

@@ -225,6 +225,7 @@ class Supervisor:
         # Replies come in job order; None answers a job frame the worker could not decode.
         if job is not None and message[1] in (job.id, None):
             *_, job.future.hook_metadata, seconds = message
+            job.future.worker_id, job.future.run_seconds = worker.handle.ident, seconds
             self.policy.learn(job.profile, seconds)
             settled.append((job.future, pool_protocol.outcome_of(job.target, message)))
         max_tasks = self.policy.max_tasks

@@ -7,21 +7,21 @@ the run's ``tool_call`` hooks, so the robot sees what it would see in-process.
 
 from __future__ import annotations
 
-from typing import Any
-
 from robotlab.configuration import RunConfig
 from robotlab.errors import JobTimeout, WorkerCrashed
 from robotlab.llm import ToolCall
 from robotlab.parallel.awaiting import awaited
 from robotlab.parallel.shared_pools import default_pool
+from robotlab.result import ToolCallRecord
 from robotlab.tools import Tool
 
 __all__ = ["call_on_pool"]
 
 
-async def call_on_pool(tool: Tool, call: ToolCall, cfg: RunConfig) -> tuple[Any, dict[str, Any], str]:
-    """Run *call* of *tool* on the default pool: (result, hook metadata, backend).
+async def call_on_pool(tool: Tool, call: ToolCall, cfg: RunConfig, record: ToolCallRecord) -> None:
+    """Run *call* of *tool* on the default pool; fill *record*'s result, hook metadata and where it ran.
 
+    ``record.run_s`` is the worker's run time (the caller derives ``queued_s`` from it).
     A worker that dies or times out fails the call like a tool error (re-raised
     with ``raise_on_error``). Cancelling the awaiting run cancels the job.
     """
@@ -29,9 +29,10 @@ async def call_on_pool(tool: Tool, call: ToolCall, cfg: RunConfig) -> tuple[Any,
     future = pool.submit_tool(type(tool), call.arguments, memory=tool.memory,
                               errors="raise" if tool.raise_on_error else "text")
     try:
-        result = await awaited(pool, future)
+        record.result = await awaited(pool, future)
     except (WorkerCrashed, JobTimeout) as exc:
         if tool.raise_on_error:
             raise
-        result = tool.format_error(exc)
-    return result, future.hook_metadata or {}, pool.backend
+        record.result = tool.format_error(exc)
+    record.hook_metadata = future.hook_metadata or {}
+    record.where, record.worker, record.run_s = pool.backend, future.worker_id, future.run_seconds or 0.0
