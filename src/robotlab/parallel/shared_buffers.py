@@ -184,12 +184,15 @@ class NamedOutbox:
 
     def close(self) -> None:
         """Remove every file the parent has not taken, and store no more (the parent is gone, or this worker ends)."""
+        # Under the lock to the end: the worker's two threads that close it (its loop, and the
+        # watcher of its parent) each end the process right after, and one must not end it while
+        # the other is still removing files.
         with self._lock:
             self._closed = True
-            names, self._names = self._names, set()
-        for name in names:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(SHM_DIR, name))
+            for name in self._names:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(SHM_DIR, name))
+            self._names = set()
 
 
 def remove_worker_segments(pid: int) -> None:
