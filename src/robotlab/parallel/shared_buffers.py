@@ -56,7 +56,8 @@ _names = itertools.count()
 
 def supported() -> bool:
     """Whether large buffers can travel through shared memory here (Linux: memfd, /proc, /dev/shm)."""
-    return sys.platform.startswith("linux") and hasattr(os, "memfd_create") and os.path.isdir(SHM_DIR)
+    return (sys.platform.startswith("linux") and hasattr(os, "memfd_create") and os.path.isdir(SHM_DIR)
+            and os.path.isdir("/proc/self/fd"))
 
 
 def _offsets(sizes: Sequence[int]) -> list[int]:
