@@ -214,6 +214,21 @@ def test_network_io_scale_quick(capsys):
     assert "ms/task" in capsys.readouterr().out
 
 
+def test_payload_quick(capsys):
+    from benchmarks import payload
+
+    figures = payload.main(quick=True)
+    check_figures(figures, "payload", {"median_ms", "ratio_to_ppe", "rounds"},
+                  {"large_echo_process", "medium_echo_process"} | ({"large_echo_subinterpreter"} if SUBINTERPRETERS
+                                                                    else set()))
+    sizes = {"1 KiB", "256 KiB"} | ({"numpy 2 MB"} if "numpy" in sys.modules else set())
+    assert figures["median_ms"].keys() == {f"{size} {mode}" for size in sizes for mode in ("send", "echo")}
+    contenders = {payload.RL, payload.PPE} | ({payload.RL_SUB} if SUBINTERPRETERS else set())
+    assert figures["median_ms"]["1 KiB echo"].keys() == contenders
+    assert figures["ratio_to_ppe"]["1 KiB echo"].keys() == contenders - {payload.PPE}
+    says_whether_subinterpreters_ran(figures, capsys.readouterr().out)
+
+
 def test_tracing_overhead_quick(capsys):
     figures = tracing_overhead.main(quick=True)
     check_figures(figures, "tracing_overhead", {"median_s", "ratio_vs_off", "chain_us_per_task", "sdk_us_per_span",

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from robotlab.errors import DependencyError, RactorBoundaryError, ToolError, WireError
-from robotlab.parallel import shipped_hooks, wire
+from robotlab.parallel import shared_buffers, shipped_hooks, wire
 from robotlab.parallel.boundary import resolve
 from robotlab.parallel.memory_proxy import MemoryProxy
 from robotlab.parallel.parent_calls import ParentLink, RemoteEndpoint, job_endpoints
@@ -209,7 +209,8 @@ def _full_module_name(error: ImportError, name: str) -> str:
     return f"{package}.{name}" if package and beside else name
 
 
-def _error_reply(job_id: int | None, exc: BaseException, hook_metadata: dict | None, seconds: float) -> bytes:
+def _error_reply(job_id: int | None, exc: BaseException, hook_metadata: dict | None, seconds: float,
+                 outbox: Any = None) -> bytes:
     exc = _refused_import(exc) or exc
     try:
         frame = _encode(exc)
@@ -217,13 +218,13 @@ def _error_reply(job_id: int | None, exc: BaseException, hook_metadata: dict | N
         frame = None  # the parent rebuilds a robotlab Error from the name and message
     name = f"{type(exc).__module__}.{type(exc).__qualname__}"
     tb_text = "".join(traceback.format_exception(exc))
-    return _encode(("err", job_id, frame, name, str(exc), tb_text, hook_metadata, seconds))
+    return _encode(("err", job_id, frame, name, str(exc), tb_text, hook_metadata, seconds), outbox)
 
 
-def _encode(message: Any) -> bytes:
+def _encode(message: Any, outbox: Any = None, received: dict | None = None) -> bytes:
     # Every message is a tuple, which pickle carries with its types; and msgspec,
-    # which refuses subinterpreters, is never loaded here.
-    return wire.encode(message, msgpack=False)
+    # which refuses subinterpreters, is never loaded here. Large buffers go to *outbox*, if any.
+    return wire.encode(message, msgpack=False, outbox=outbox, received=received)
 
 
 def _start(send_frame: Callable[[bytes], None], ident: int, log_level: int | None, initializer: str | None,
@@ -246,13 +247,31 @@ def _start(send_frame: Callable[[bytes], None], ident: int, log_level: int | Non
     return True
 
 
+def _receiver(channel: Channel, received: dict[int, dict]) -> Callable[[], Any]:
+    """A function reading the next frame from *channel*; the large ``bytes`` a job frame brought go to *received*."""
+
+    def receive() -> Any:
+        frame = channel.recv_bytes()
+        seen: dict = {}
+        try:
+            message = wire.decode(frame, received=seen)
+        except WireError as exc:  # fail that job, keep serving
+            return WireError(f"the job cannot be decoded in this worker: {exc}")
+        if seen:
+            received[message[0]] = seen
+        return message
+
+    return receive
+
+
 def serve(channel: Channel, ident: int, log_level: int | None, initializer: str | None, initargs: tuple, *,
-          per_thread: bool = False) -> bool:
+          per_thread: bool = False, outbox: Any = None) -> bool:
     """The worker loop: until the parent sends ``None`` (then True) or closes the channel (False).
 
     *log_level* None leaves logging alone, and *per_thread* keeps each job's endpoints to
     this thread: both for a thread worker, which shares the parent's interpreter (its log
     records already reach the parent's handlers, and other workers run jobs beside it).
+    *outbox*: where the large buffers of results go (``shared_buffers``), None to keep them in the frame.
     """
     send_lock = threading.Lock()
 
@@ -263,14 +282,10 @@ def serve(channel: Channel, ident: int, log_level: int | None, initializer: str 
     if not _start(send_frame, ident, log_level, initializer, initargs):
         return True
 
-    def receive() -> Any:
-        frame = channel.recv_bytes()
-        try:
-            return wire.decode(frame)
-        except WireError as exc:  # fail that job, keep serving
-            return WireError(f"the job cannot be decoded in this worker: {exc}")
+    received: dict[int, dict] = {}  # by job id: the large bytes its frame brought (see wire.encode)
+    receive = _receiver(channel, received)
 
-    link = ParentLink(send_frame, receive)
+    link = ParentLink(send_frame, receive, outbox)
     while True:
         try:
             job = link.inbox.popleft() if link.inbox else receive()
@@ -283,24 +298,38 @@ def serve(channel: Channel, ident: int, log_level: int | None, initializer: str 
             continue
         job_id, kind, target, args, kwargs, endpoint_ids, hooks = job
         hook_metadata: dict = {}
-        started = time.perf_counter()
+        started, frame_outbox = time.perf_counter(), None if outbox is None else shared_buffers.FrameOutbox(outbox)
         try:
             with job_endpoints(link, None if endpoint_ids is None else dict(endpoint_ids),
                                per_thread=per_thread) as endpoints:
                 result = _run(kind, target, args, kwargs, endpoints.get("memory"), hooks, hook_metadata)
+            del args, kwargs, job  # the job's buffers: their mappings go as soon as the job lets go of them
             try:
-                reply = _encode(("ok", job_id, result, hook_metadata or None, time.perf_counter() - started))
+                reply = _encode(("ok", job_id, result, hook_metadata or None, time.perf_counter() - started),
+                                frame_outbox, received.pop(job_id, None))
             except (WireError, RactorBoundaryError) as exc:
                 raise type(exc)(f"the result of {target} cannot be sent back to the parent: {exc}") from exc
+            finally:
+                del result
         except BaseException as exc:
-            reply = _error_reply(job_id, exc, hook_metadata or None, time.perf_counter() - started)
-        try:
-            send_frame(reply)
-        except OSError:
+            received.pop(job_id, None)
+            reply = _error_reply(job_id, exc, hook_metadata or None, time.perf_counter() - started, frame_outbox)
+        if not _send_reply(send_frame, reply, frame_outbox):
             return False  # the parent gave up on this worker (a timeout) or is gone
 
 
-def _exit_with_parent(alive: Any) -> None:
+def _send_reply(send_frame: Callable[[bytes], None], reply: bytes, frame_outbox: Any) -> bool:
+    """Send a job's reply; False if the parent is gone (then its shared-memory segments are freed here)."""
+    try:
+        send_frame(reply)
+    except OSError:
+        if frame_outbox is not None:
+            frame_outbox.discard()
+        return False
+    return True
+
+
+def _exit_with_parent(alive: Any, outbox: Any) -> None:
     """Only the parent holds the write end of *alive*: EOF means the parent is gone.
 
     Then the pool cannot end this worker's process group, so the worker does (see
@@ -309,6 +338,8 @@ def _exit_with_parent(alive: Any) -> None:
     from multiprocessing.connection import wait
 
     wait([alive])
+    if outbox is not None:
+        outbox.close()  # its result files: nobody will take them now
     _end_own_group()
     os._exit(0)
 
@@ -343,8 +374,13 @@ def process_main(conn: Any, alive: Any, sys_path: list[str], log_level: int,
     _lead_own_group()  # before the first job: every process a job starts is in the group
     sys.path[:] = sys_path
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    threading.Thread(target=_exit_with_parent, args=(alive,), daemon=True, name="robotlab-parent-watch").start()
-    if not serve(conn, os.getpid(), log_level, initializer, initargs):
+    outbox = shared_buffers.NamedOutbox() if shared_buffers.supported() else None
+    threading.Thread(target=_exit_with_parent, args=(alive, outbox), daemon=True,
+                     name="robotlab-parent-watch").start()
+    stopped = serve(conn, os.getpid(), log_level, initializer, initargs, outbox=outbox)
+    if outbox is not None:
+        outbox.close()
+    if not stopped:
         # The channel closed without a stop: the parent died (its "alive" pipe may not show it
         # yet) or the pool gave up on this worker and kills it. Either way, end the group here.
         _end_own_group()
@@ -352,7 +388,7 @@ def process_main(conn: Any, alive: Any, sys_path: list[str], log_level: int,
 
 def interpreter_main(fd: int, ident: int, log_level: int, initializer: str | None, initargs_frame: bytes) -> None:
     """Entry point inside a subinterpreter; the socket *fd* is owned (and closed) by the parent."""
-    serve(_FdChannel(fd), ident, log_level, initializer, wire.decode(initargs_frame))
+    serve(_FdChannel(fd), ident, log_level, initializer, wire.decode(initargs_frame), outbox=_transfer_outbox())
 
 
 def thread_main(fd: int, ident: int, initializer: str | None, initargs: tuple) -> None:
@@ -360,4 +396,8 @@ def thread_main(fd: int, ident: int, initializer: str | None, initargs: tuple) -
 
     No spinning while idle: the thread would contend for the GIL it shares with the parent.
     """
-    serve(_FdChannel(fd, spin=0.0), ident, None, initializer, initargs, per_thread=True)
+    serve(_FdChannel(fd, spin=0.0), ident, None, initializer, initargs, per_thread=True, outbox=_transfer_outbox())
+
+
+def _transfer_outbox() -> shared_buffers.TransferOutbox | None:
+    return shared_buffers.TransferOutbox() if shared_buffers.supported() else None

@@ -1,7 +1,8 @@
 """What may cross to a worker: ``freeze_deep``, ``is_shareable``, and import paths.
 
 ``freeze_deep(value)`` returns a deeply immutable equivalent (dict → FrozenDict,
-list → tuple, set → frozenset, bytearray → bytes) or raises
+list → tuple, set → frozenset, bytearray → bytes; a memoryview, PickleBuffer or
+numpy array → a read-only view of the same memory; array.array as it is) or raises
 ``RactorBoundaryError`` naming the path and type of the first value that
 cannot cross. It never mutates its input, is idempotent (an already frozen
 result comes back as the same object; a ``FrozenDict`` is checked again all
@@ -29,6 +30,7 @@ Standard library only: this module loads inside subinterpreters.
 
 from __future__ import annotations
 
+import array
 import copy
 import dataclasses
 import datetime
@@ -36,6 +38,7 @@ import enum
 import fractions
 import functools
 import importlib
+import pickle
 import sys
 import types
 import uuid
@@ -276,6 +279,8 @@ class _Freezer:
             if isinstance(v, enum.Enum):
                 _LEAF_TYPES.add(cls)
                 return ("leaf", v)
+            if cls in _BUFFERS or _is_numpy_array(v):
+                return ("leaf", _frozen_buffer(v, path))
             # A PurePath subclass may add attributes, which would not cross: only an empty one passes.
             if isinstance(v, PurePath) and not getattr(v, "__dict__", None):
                 if not hasattr(v, "__dict__"):
@@ -373,6 +378,38 @@ class _Freezer:
         for name, item in zip(names, results, strict=True):
             object.__setattr__(frozen, name, item)
         return frozen
+
+
+_BUFFERS = frozenset({memoryview, array.array, pickle.PickleBuffer})
+
+
+def _is_numpy_array(value: Any) -> bool:
+    numpy = sys.modules.get("numpy")  # never imported here: an array exists only if its caller imported numpy
+    return numpy is not None and isinstance(value, numpy.ndarray)
+
+
+def _frozen_buffer(value: Any, path: Any) -> Any:
+    """A buffer as it crosses: read-only views stay, writable ones become read-only views of the same memory.
+
+    No copy is made here; the buffer's bytes are copied once when the job is sent (see
+    ``out_of_band``), so changing the original after ``submit`` does not reach the job.
+    An ``array.array`` crosses as it is (the worker gets its own copy).
+    """
+    if type(value) is memoryview:
+        return value if value.readonly else value.toreadonly()
+    if type(value) is pickle.PickleBuffer:
+        view = value.raw()
+        return value if view.readonly else pickle.PickleBuffer(view.toreadonly())
+    if type(value) is array.array:
+        return value
+    if value.dtype.hasobject:
+        raise _fail(_render(path), value, "a numpy array of Python objects is not shareable (its items may "
+                    "change): convert it to a numeric dtype or to a tuple")
+    if not value.flags.writeable:
+        return value
+    view = value.view()
+    view.flags.writeable = False
+    return view
 
 
 def thaw_json(value: Any) -> Any:

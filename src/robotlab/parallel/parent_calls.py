@@ -27,7 +27,7 @@ from typing import Any
 
 from robotlab import worker_channel
 from robotlab.errors import Error, WireError
-from robotlab.parallel import wire
+from robotlab.parallel import shared_buffers, wire
 
 __all__ = ["ParentLink", "RemoteEndpoint", "endpoint", "job_endpoints"]
 
@@ -35,8 +35,9 @@ __all__ = ["ParentLink", "RemoteEndpoint", "endpoint", "job_endpoints"]
 class ParentLink:
     """The worker's end of the calls to the parent, shared by every thread of the running job."""
 
-    def __init__(self, send: Callable[[bytes], None], receive: Callable[[], Any]) -> None:
+    def __init__(self, send: Callable[[bytes], None], receive: Callable[[], Any], outbox: Any = None) -> None:
         self._send = send  # thread-safe (the worker loop's send lock)
+        self._outbox = outbox  # where large arguments of calls go (see shared_buffers), or None
         self._receive = receive
         self._ids = itertools.count()
         self._lock = threading.Lock()
@@ -52,12 +53,15 @@ class ParentLink:
         *label* (``"memory.set"``) names the call in errors.
         """
         request_id = next(self._ids)
-        frame = wire.encode(("call", request_id, endpoint_id, op, args), msgpack=False)
         with self._lock:
             self._check(label)
+        frame_outbox = None if self._outbox is None else shared_buffers.FrameOutbox(self._outbox)
+        frame = wire.encode(("call", request_id, endpoint_id, op, args), msgpack=False, outbox=frame_outbox)
         try:
             self._send(frame)
         except OSError as exc:
+            if frame_outbox is not None:
+                frame_outbox.discard()
             with self._lock:
                 self._lost(exc)
                 self._check(label)

@@ -40,7 +40,7 @@ from typing import Any
 from robotlab.errors import ConfigurationError, Error, RactorBoundaryError
 from robotlab.hooks import Hook, current_hook_scope, global_hooks
 from robotlab.memory import Memory
-from robotlab.parallel import caller_reads, pool_protocol, shipped_hooks
+from robotlab.parallel import caller_reads, pool_protocol, shared_buffers, shipped_hooks
 from robotlab.parallel.boundary import freeze_deep, import_path
 from robotlab.parallel.endpoints import Endpoint, MemoryEndpoint
 from robotlab.parallel.pool_state import Job, PoolFuture, close_endpoints
@@ -133,6 +133,8 @@ class WorkerPool(Executor):
         self._main_importable = backend == "thread" or (
             backend == "process" and getattr(sys.modules.get("__main__"), "__file__", None) is not None)
         self._backend = _make_backend(backend, start_method, address, resources)
+        # Large buffers of jobs travel in shared memory (see shared_buffers) unless the workers may be elsewhere.
+        self._shares_memory = self._backend.shares_memory and shared_buffers.supported()
         self._paths: dict[Any, str] = {}
         self._initializer = None if initializer is None else self.path_of(initializer)
         self._initargs = freeze_deep(tuple(initargs), root="initargs", main_importable=self._main_importable)
@@ -369,14 +371,28 @@ class WorkerPool(Executor):
         job_kwargs = dict(freeze_deep(kwargs, root="kwargs" if kind == "call" else "args",
                                       main_importable=main_importable)) if kwargs else {}
         endpoint_ids = None if not endpoints else tuple((name, id(e)) for name, e in endpoints.items())
-        frame = pool_protocol.job_frame(job_id, kind, target, job_args, job_kwargs, endpoint_ids, hooks)
+        outbox = shared_buffers.JobOutbox() if self._shares_memory else None
+        try:
+            frame = pool_protocol.job_frame(job_id, kind, target, job_args, job_kwargs, endpoint_ids, hooks,
+                                            outbox=outbox)
+        except BaseException:
+            if outbox is not None:
+                outbox.release()
+            raise
+        if outbox is not None and not outbox.holds() and not endpoints:
+            outbox = None  # nothing in shared memory, and no calls whose answers could put something there
         future = PoolFuture(self._read)
         future._job = Job(job_id, frame, future, target, timeout, profile=(kind, target),
-                          endpoints={id(e): e for e in (endpoints or {}).values()})
+                          endpoints={id(e): e for e in (endpoints or {}).values()}, outbox=outbox)
+        if outbox is not None:
+            # However the job ends (a result, an error, a timeout, a cancel, a dead worker), its segments go.
+            future.add_done_callback(lambda _: outbox.release())
         try:
             self._supervisor.submit(future._job)
         except BaseException:
             close_endpoints(future)
+            if outbox is not None:
+                outbox.release()
             raise
         return future
 

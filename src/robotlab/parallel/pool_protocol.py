@@ -36,9 +36,9 @@ class RemoteTraceback(Exception):
 
 
 def job_frame(job_id: int, kind: str, target: str, args: tuple, kwargs: dict, endpoint_ids: Any,
-              hooks: Any) -> bytes:
-    """The frame of one job (its arguments already frozen)."""
-    return wire.encode((job_id, kind, target, args, kwargs, endpoint_ids, hooks))
+              hooks: Any, outbox: Any = None) -> bytes:
+    """The frame of one job (its arguments already frozen); its large buffers go to *outbox*, if given."""
+    return wire.encode((job_id, kind, target, args, kwargs, endpoint_ids, hooks), outbox=outbox)
 
 
 def outcome_of(target: str, reply: tuple) -> Any:
@@ -54,10 +54,11 @@ def undecodable_reply(target: str, job_id: int, exc: WireError) -> tuple:
     return ("err", job_id, wire.encode(error, msgpack=False), "robotlab.errors.WireError", str(error), "", None, 0.0)
 
 
-def call_reply(request_id: int, outcome: Any) -> bytes:
+def call_reply(request_id: int, outcome: Any, outbox: Any = None) -> bytes:
     """The frame answering a job's call *request_id* with *outcome* (a value, or an exception it raised).
 
     The payload is a frame of its own: one the worker cannot decode fails that call, not its loop.
+    Its large buffers go to *outbox*, the job's (freed when the job ends), if given.
     """
     if isinstance(outcome, BaseException):
         try:
@@ -68,7 +69,7 @@ def call_reply(request_id: int, outcome: Any) -> bytes:
     else:
         ok, payload = True, outcome
     try:
-        body = wire.encode(payload, msgpack=False)
+        body = wire.encode(payload, msgpack=False, outbox=outbox)
     except WireError as exc:
         ok, body = False, wire.encode((None, "WireError", str(exc)), msgpack=False)
     return wire.encode(("reply", request_id, ok, body), msgpack=False)

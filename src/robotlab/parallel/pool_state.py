@@ -36,6 +36,7 @@ class Job:
     profile: tuple[str, str] = ("call", "")  # (kind, target): its run time is learned under this key
     endpoints: dict[int, Endpoint] = field(default_factory=dict)  # parent objects it may call, by id
     stopped: bool = False  # WorkerPool.stop() was called while it ran
+    outbox: Any = None  # the shared-memory segments of its frame (shared_buffers.JobOutbox), if any
 
 
 @dataclass(eq=False)
@@ -53,6 +54,11 @@ class PoolWorker:
         # (a poll object refuses concurrent use).
         self._poller = select.poll()
         self._poller.register(self.handle.conn.fileno(), select.POLLIN)
+
+    def sent(self) -> Any:
+        """The buffers its running job's frame sent: the next reply may refer to them (replies come in job order)."""
+        outbox = self.jobs[0].outbox if self.jobs else None
+        return () if outbox is None else outbox.sent
 
     def has_data(self) -> bool:
         """Whether the pipe has data or reached EOF; OSError once the pool closed it."""

@@ -28,6 +28,7 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from robotlab.errors import ConfigurationError
+from robotlab.parallel import shared_buffers
 
 __all__ = ["ProcessBackend", "ProcessWorker"]
 
@@ -74,6 +75,7 @@ class ProcessWorker:
             # after a wrap-around of pids within these milliseconds (Process.kill takes that chance too).
             _kill_group(self.ident)
             self.process.join()
+            shared_buffers.remove_worker_segments(self.ident)  # results it wrote that nobody took
 
     def is_alive(self) -> bool:
         # Not Process.is_alive(), which reaps an ended worker without ending its group.
@@ -107,6 +109,8 @@ class ProcessBackend:
     name = "process"
     # A process can be killed: a timed-out job's worker is stopped for sure.
     can_kill = True
+    # Its workers run on this machine: large buffers cross in shared memory (see shared_buffers).
+    shares_memory = True
 
     def __init__(self, start_method: str | None) -> None:
         if start_method == "fork":

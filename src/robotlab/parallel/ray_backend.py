@@ -611,6 +611,8 @@ class RayBackend:
     name = "ray"
     # ray.kill stops an actor for sure: a timed-out job's worker is killed and replaced.
     can_kill = True
+    # Actors may run on other machines: buffers stay in the frame (a sealed socket), not in shared memory.
+    shares_memory = False
 
     def __init__(self, address: str | None = None, resources: Mapping[str, float] | None = None) -> None:
         if address is not None and (not isinstance(address, str) or not address):

@@ -112,6 +112,8 @@ class SubinterpreterBackend:
 
     name = "subinterpreter"
     can_kill = False
+    # Its workers run on this machine: large buffers cross in shared memory (see shared_buffers).
+    shares_memory = True
 
     def __init__(self) -> None:
         self._interpreters: Any = load_interpreters()

@@ -190,7 +190,7 @@ class Supervisor:
             while worker in self.worker_set.members and worker.has_data():
                 frame = worker.handle.conn.recv_bytes()
                 try:
-                    message = wire.decode(frame)
+                    message = wire.decode(frame, sent=worker.sent())
                 except WireError as exc:  # fail the job, keep the pool
                     if not worker.jobs:
                         continue
@@ -384,10 +384,10 @@ class Supervisor:
                 return worker in self.worker_set.members and bool(worker.jobs) and worker.jobs[0] is job
 
         endpoint = None if job is None else job.endpoints.get(endpoint_id)
-        answer(endpoint, op, args, still_waiting, lambda outcome: self._reply(worker, request_id, outcome))
+        answer(endpoint, op, args, still_waiting, lambda outcome: self._reply(worker, request_id, outcome, job))
 
-    def _reply(self, worker: PoolWorker, request_id: int, outcome: Any) -> None:
-        data = pool_protocol.call_reply(request_id, outcome)
+    def _reply(self, worker: PoolWorker, request_id: int, outcome: Any, job: Job | None) -> None:
+        data = pool_protocol.call_reply(request_id, outcome, None if job is None else job.outbox)
         with self.lock:
             if worker in self.worker_set.members:
                 with contextlib.suppress(OSError):  # it died meanwhile: its sentinel tells the supervisor

@@ -131,6 +131,8 @@ class ThreadBackend:
 
     name = "thread"
     can_kill = False
+    # Its workers run on this machine: large buffers cross in shared memory (see shared_buffers).
+    shares_memory = True
 
     def start(self, initializer: str | None, initargs: tuple) -> ThreadWorker:
         return ThreadWorker(initializer, initargs)
