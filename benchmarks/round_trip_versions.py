@@ -81,7 +81,7 @@ def one_round(src: Path, blocks: int) -> dict[str, float]:
 
 def main(quick: bool | None = None, before: str = BEFORE) -> dict:
     quick = quick_mode(quick)
-    rounds, blocks = (1, 2) if quick else (12, 20)
+    rounds, blocks = (1, 2) if quick else (24, 20)
     with tempfile.TemporaryDirectory(prefix="robotlab-before-") as tmp:
         trees = {f"before ({before})": export_tree(before, Path(tmp)), "this checkout": REPO / "src"}
         samples: dict[str, list[dict[str, float]]] = {name: [] for name in trees}

@@ -69,7 +69,10 @@ def has_large_buffer(value: Any, depth: int = 3) -> bool:
         return False
     if len(items) > _SCAN_BREADTH:
         items = itertools.islice(items, _SCAN_BREADTH)
-    return any(type(item) in _SCANNED and has_large_buffer(item, depth - 1) for item in items)
+    for item in items:  # a loop, not any(<generator>): this runs for every frame, most of them small
+        if type(item) in _SCANNED and has_large_buffer(item, depth - 1):
+            return True
+    return False
 
 
 @functools.cache

@@ -73,11 +73,13 @@ def _pickled(obj: Any, outbox: Any, received: dict | None) -> tuple[bytes, bytes
         # Every PickleBuffer (a numpy array's, say) is left out here, with no Python call: any at all
         # sends the frame to out_of_band, which keeps the small ones in.
         left_out: list[pickle.PickleBuffer] = []
-        with contextlib.suppress(TypeError):  # a memoryview: out_of_band carries it
+        try:
             payload = pickle.dumps(obj, protocol=5, buffer_callback=left_out.append)
-            large = len(payload) >= out_of_band.THRESHOLD and out_of_band.may_hold_large_buffer(payload)
-            if not left_out and not large:
-                return b"P", payload
+        except TypeError:  # a memoryview: out_of_band carries it
+            payload = b""
+        if payload and not left_out and (len(payload) < out_of_band.THRESHOLD
+                                         or not out_of_band.may_hold_large_buffer(payload)):
+            return b"P", payload
     body, buffers, taken = out_of_band.dumps(obj, received=received)
     if not buffers:
         return b"B", _inline(body)
