@@ -69,7 +69,7 @@ def has_large_buffer(value: Any, depth: int = 3) -> bool:
         return False
     if len(items) > _SCAN_BREADTH:
         items = itertools.islice(items, _SCAN_BREADTH)
-    for item in items:  # a loop, not any(<generator>): this runs for every frame, most of them small
+    for item in items:  # noqa: SIM110 - a loop, not any(<generator>): it runs for every frame, most small
         if type(item) in _SCANNED and has_large_buffer(item, depth - 1):
             return True
     return False
