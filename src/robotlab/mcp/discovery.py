@@ -20,8 +20,9 @@ An entry with ``"disabled": true`` is skipped.
 **Relevance** (robot_lab's ``MCP::ServerDiscovery``). ``run(..., mcp="discover")``
 connects only the servers whose name and ``description`` are relevant to the
 message: term-frequency cosine similarity of the message against each server's
-text, at least :data:`DEFAULT_THRESHOLD`. When no server has a description, the
-message is blank, or nothing scores high enough, every server is used.
+text (the term vectors of :mod:`robotlab.history.term_vectors`), at least
+:data:`DEFAULT_THRESHOLD`. When no server has a description, the message is
+blank, or nothing scores high enough, every server is used.
 
 Example:
     >>> from robotlab.mcp.config import MCPServer
@@ -36,16 +37,14 @@ Standard library only.
 from __future__ import annotations
 
 import json
-import math
 import os
-import re
 import tomllib
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from robotlab.errors import ConfigurationError
+from robotlab.history.term_vectors import cosine_similarity, text_vector
 from robotlab.mcp.config import MCPServer, parse_servers
 
 __all__ = ["DEFAULT_THRESHOLD", "discover_servers", "load_servers", "relevant_servers", "search_paths"]
@@ -53,10 +52,6 @@ __all__ = ["DEFAULT_THRESHOLD", "discover_servers", "load_servers", "relevant_se
 # Low by design, as in robot_lab: descriptions are short, so even on-topic scores are small.
 DEFAULT_THRESHOLD = 0.05
 ENV_VAR = "ROBOTLAB_MCP_CONFIG"
-_STOPWORDS = frozenset((
-    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "for", "from", "how", "i", "in", "is", "it",
-    "me", "my", "of", "on", "or", "please", "the", "this", "to", "use", "what", "with", "you",
-))
 
 
 def search_paths() -> list[Path]:
@@ -160,22 +155,7 @@ def relevant_servers(query: str, servers: Sequence[MCPServer], *,
     servers = tuple(servers)
     if not servers or not str(query).strip() or not any(s.description.strip() for s in servers):
         return servers
-    wanted = _term_vector(str(query))
-    matches = tuple(s for s in servers if _cosine(wanted, _term_vector(f"{s.name} {s.description}")) >= threshold)
+    wanted = text_vector(str(query))
+    matches = tuple(s for s in servers
+                    if cosine_similarity(wanted, text_vector(f"{s.name} {s.description}")) >= threshold)
     return matches or servers
-
-
-def _terms(text: str) -> Iterable[str]:
-    for word in re.findall(r"[a-z0-9]+", text.lower()):
-        if word not in _STOPWORDS:
-            yield word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-
-
-def _term_vector(text: str) -> dict[str, float]:
-    counts = Counter(_terms(text))
-    norm = math.sqrt(sum(c * c for c in counts.values()))
-    return {term: count / norm for term, count in counts.items()} if norm else {}
-
-
-def _cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
-    return min(1.0, sum(weight * b[term] for term, weight in a.items() if term in b))
