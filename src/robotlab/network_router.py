@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from robotlab.errors import RouterError, RouterLoopError
 from robotlab.network_result import NetworkResult
-from robotlab.network_run import NetworkRun, _current_run
+from robotlab.network_run import NetworkRun, enter_network_run, exit_network_run
 from robotlab.robot import Robot
 from robotlab.task import Task
 
@@ -125,11 +125,11 @@ class RouterRun(NetworkRun):
         self._t0 = time.perf_counter()
         self._loop = asyncio.get_running_loop()
         self._slots = asyncio.Semaphore(1)
-        token = _current_run.set(self)
+        token = enter_network_run(self)
         try:
             await self._steps()
         finally:
-            _current_run.reset(token)
+            exit_network_run(token)
         return self._result()
 
     async def _steps(self) -> None:

@@ -38,7 +38,7 @@ from robotlab.task import Task, TaskOutcome, UpstreamFailed
 if TYPE_CHECKING:
     from robotlab.network import Network
 
-__all__ = ["AUTO_CONCURRENCY", "NetworkRun", "current_run"]
+__all__ = ["AUTO_CONCURRENCY", "NetworkRun", "current_run", "enter_network_run", "exit_network_run"]
 
 AUTO_CONCURRENCY = 1000
 """How many tasks run at once with ``concurrency="auto"``: enough for I/O-bound fan-out, bounded for sanity."""
@@ -49,6 +49,15 @@ _current_run: contextvars.ContextVar[NetworkRun | None] = contextvars.ContextVar
 def current_run() -> NetworkRun | None:
     """The network run in progress in this context (its tasks, tools and hooks see it), else ``None``."""
     return _current_run.get()
+
+
+def enter_network_run(run: NetworkRun) -> contextvars.Token:
+    """Make *run* the :func:`current_run` of this context; ``exit_network_run(token)`` ends that."""
+    return _current_run.set(run)
+
+
+def exit_network_run(token: contextvars.Token) -> None:
+    _current_run.reset(token)
 
 
 class NetworkRun:
@@ -96,7 +105,7 @@ class NetworkRun:
         limit = self.network.concurrency
         self._slots = asyncio.Semaphore(AUTO_CONCURRENCY if limit == "auto" else limit)
         self._all_done = self._loop.create_future()
-        token = _current_run.set(self)
+        token = enter_network_run(self)
         try:
             for name in [n for n, deps in self._waiting.items() if not deps]:
                 del self._waiting[name]
@@ -109,7 +118,7 @@ class NetworkRun:
             await self._cancel_running()
             raise
         finally:
-            _current_run.reset(token)
+            exit_network_run(token)
         for name in self.tasks:
             self.outcomes.setdefault(name, TaskOutcome(name, "skipped"))
         depended_on = {d for t in self.tasks.values() for d in t.dependencies}
