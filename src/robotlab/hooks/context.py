@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 
-_NS_LOCK = threading.Lock()
+_LAZY_LOCK = threading.Lock()
 
 
 def _readonly(name: str) -> property:
@@ -57,7 +57,7 @@ class HookContext:
         for name in self._rw_fields:
             setattr(self, name, fields.get(name))
         self._event_name = str(event) if event is not None else self._event
-        self._metadata = metadata if metadata is not None else ExtensionState()
+        self._metadata = metadata  # made on first use: most contexts never meet a handler
         self._ns_local: threading.local | None = None  # made when a handler first runs: most contexts see none
 
     @property
@@ -66,11 +66,15 @@ class HookContext:
 
     @property
     def metadata(self) -> ExtensionState:
+        if self._metadata is None:
+            with _LAZY_LOCK:  # once, whichever threads race to it
+                if self._metadata is None:
+                    self._metadata = ExtensionState()
         return self._metadata
 
     def ext(self, name: object) -> DotState:
         """Another handler's namespaced state, e.g. ``ctx.ext("timer").start``."""
-        return self._metadata.ext(name)
+        return self.metadata.ext(name)
 
     @property
     def local(self) -> DotState:
@@ -78,13 +82,13 @@ class HookContext:
         ns = None if self._ns_local is None else getattr(self._ns_local, "name", None)
         if ns is None:
             raise ValueError("No hook namespace active")
-        return self._metadata.ext(ns)
+        return self.metadata.ext(ns)
 
     @property
     def _ns(self) -> threading.local:
         """The active namespace, per thread (created on first use, once, whichever threads race)."""
         if self._ns_local is None:
-            with _NS_LOCK:
+            with _LAZY_LOCK:
                 if self._ns_local is None:
                     self._ns_local = threading.local()
         return self._ns_local
@@ -103,7 +107,7 @@ class HookContext:
         out: dict[str, Any] = {"event": self.event}
         for name in (*self._readonly_fields, *self._derived_fields(), *self._rw_fields):
             out[name] = getattr(self, name)
-        out["metadata"] = self._metadata.to_dict()
+        out["metadata"] = self.metadata.to_dict()
         return out
 
     def _derived_fields(self) -> tuple[str, ...]:
