@@ -77,6 +77,14 @@ def use(name: str) -> str:
     return name
 
 
+def prepared(request: pytest.FixtureRequest, name: str) -> str:
+    """:func:`use` *name*, then set up the fixture it needs (the session's Ray cluster, say); returns *name*."""
+    use(name)
+    if BACKENDS[name].fixture is not None:
+        request.getfixturevalue(BACKENDS[name].fixture)
+    return name
+
+
 def gone(pids: list[int], within: float = 10.0) -> bool:
     """True once none of *pids* is a live (non-zombie) process; kills any that remain (so a failing
     test does not leave them behind for the rest of the run)."""

@@ -27,7 +27,4 @@ def _fresh_global_state():
 def backend(request: pytest.FixtureRequest) -> str:
     """Each WorkerPool backend of ``tests/backends.py`` in turn; one this interpreter lacks is skipped with
     its DependencyError (or fails, when its ``ROBOTLAB_REQUIRE_...`` variable is 1)."""
-    name = backends.use(request.param)
-    if backends.BACKENDS[name].fixture is not None:
-        request.getfixturevalue(backends.BACKENDS[name].fixture)
-    return name
+    return backends.prepared(request, request.param)

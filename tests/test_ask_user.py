@@ -8,20 +8,12 @@ import pytest
 
 import robotlab
 from robotlab import AskUser, AskUserError
-from robotlab.errors import DependencyError
 from robotlab.hooks import Hook
 from robotlab.human_input import MAX_ATTEMPTS, Question, read_answer
 from robotlab.llm import ScriptedModel, call
 from robotlab.parallel import WorkerPool, shutdown_pool
-from robotlab.parallel.subinterpreter_backend import load_interpreters
 from tests import backends
 from tests.doc_blocks import python_blocks, run_block
-
-try:
-    load_interpreters()
-    NO_SUBINTERPRETERS = None
-except DependencyError as exc:
-    NO_SUBINTERPRETERS = str(exc)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -139,18 +131,12 @@ def test_hitl_hooks_fire_may_answer_and_the_events_are_streamed():
                               ("helper", "Your city?", "Paris", "terminal")]
 
 
-def _worker_mode(mode):
-    if mode == "subinterpreter" and NO_SUBINTERPRETERS and os.environ.get("ROBOTLAB_REQUIRE_SUBINTERPRETERS") != "1":
-        return pytest.param(mode, marks=pytest.mark.skip(reason=f"DependencyError: {NO_SUBINTERPRETERS}"))
-    return pytest.param(mode)
 
 
-@pytest.fixture(params=[_worker_mode("process"), _worker_mode("subinterpreter"), "ray"])
+@pytest.fixture(params=["process", "subinterpreter", "ray"])
 def mode(request):
-    if request.param == "ray":  # skipped with the DependencyError where Ray is missing (failed if required)
-        backends.use("ray")
-        request.getfixturevalue("ray_cluster")  # the session's Ray, else robotlab would start one of its own
-    return request.param
+    """Each mode in turn; one this interpreter lacks is skipped with its DependencyError (failed if required)."""
+    return backends.prepared(request, request.param)
 
 
 def test_a_robot_in_a_worker_asks_and_the_parent_answers(mode):

@@ -2,30 +2,15 @@
 
 import asyncio
 import itertools
-import os
 
 import pytest
 
 import robotlab
 from robotlab import ConfigurationError, RouterArgs, RouterError, RouterLoopError
-from robotlab.errors import DependencyError
 from robotlab.llm import ScriptedModel
 from robotlab.parallel import shutdown_pool
-from robotlab.parallel.subinterpreter_backend import load_interpreters
 from tests import backends
 from tests.doc_blocks import python_blocks, run_block
-
-try:
-    load_interpreters()
-    NO_SUBINTERPRETERS = None
-except DependencyError as exc:
-    NO_SUBINTERPRETERS = str(exc)
-
-
-def _worker_mode(mode):
-    if mode == "subinterpreter" and NO_SUBINTERPRETERS and os.environ.get("ROBOTLAB_REQUIRE_SUBINTERPRETERS") != "1":
-        return pytest.param(mode, marks=pytest.mark.skip(reason=f"DependencyError: {NO_SUBINTERPRETERS}"))
-    return pytest.param(mode)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -51,12 +36,10 @@ def support_desk(mode="thread", **options):
     return net
 
 
-@pytest.fixture(params=["thread", _worker_mode("process"), _worker_mode("subinterpreter"), "ray"])
+@pytest.fixture(params=["thread", "process", "subinterpreter", "ray"])
 def mode(request):
-    if request.param == "ray":  # skipped with the DependencyError where Ray is missing (failed if required)
-        backends.use("ray")
-        request.getfixturevalue("ray_cluster")  # the session's Ray, else robotlab would start one of its own
-    return request.param
+    """Each mode in turn; one this interpreter lacks is skipped with its DependencyError (failed if required)."""
+    return backends.prepared(request, request.param)
 
 
 def test_a_robot_router_classifies_then_the_robot_it_names_runs(mode):
