@@ -61,8 +61,9 @@ def fan_out(tasks: int, concurrency: int | str, tool_class: type) -> robotlab.Ne
     return network
 
 
-def chain(tasks: int) -> robotlab.Network:
-    network = robotlab.create_network(name="chain")
+def chain(tasks: int, parallel_mode: str = "thread") -> robotlab.Network:
+    """*tasks* one-reply robots, each task depending on the one before."""
+    network = robotlab.create_network(name="chain", parallel_mode=parallel_mode)
     for i in range(tasks):
         robot = robotlab.build(name=f"c{i}", model=ScriptedModel(["ok"]))
         network.task(f"t{i}", robot, depends_on=[f"t{i - 1}"] if i else "none")

@@ -25,6 +25,7 @@ import time
 from benchmarks import robot_fanout
 from benchmarks._report import check, print_table, publish, quick_mode, rotated
 from benchmarks.fanout import calibrate
+from benchmarks.network_io_scale import chain, timed_run
 
 OFF, UNSAMPLED, ON = "off", "on, not sampled", "on"
 CONTENDERS = (OFF, UNSAMPLED, ON)
@@ -57,21 +58,6 @@ def _use(provider: object) -> None:
         tracing.set_tracer_provider(provider)
 
 
-def _chain(tasks: int, mode: str) -> float:
-    import robotlab
-    from robotlab.llm import ScriptedModel
-
-    network = robotlab.create_network(name="chain", parallel_mode=mode)
-    for i in range(tasks):
-        network.task(f"t{i}", robotlab.build(name=f"c{i}", model=ScriptedModel(["ok"])),
-                     depends_on=[f"t{i - 1}"] if i else "none")
-    started = time.perf_counter()
-    result = network.run("go")
-    elapsed = time.perf_counter() - started
-    assert result.ok, result.errors
-    return elapsed
-
-
 def sdk_span_us(provider: object, spans: int) -> float:
     """Microseconds the SDK alone takes to start and end one child span with robotlab's usual attributes."""
     from opentelemetry import trace
@@ -97,8 +83,8 @@ def main(quick: bool | None = None) -> dict:
     providers, exported = _providers()
     n = calibrate(call_s)
     workloads = {
-        f"chain of {tasks}, thread": lambda: _chain(tasks, "thread"),
-        f"chain of {process_tasks}, process": lambda: _chain(process_tasks, "process"),
+        f"chain of {tasks}, thread": lambda: timed_run(chain(tasks)),
+        f"chain of {process_tasks}, process": lambda: timed_run(chain(process_tasks, "process")),
         "robot_fanout (16 calls, process pool)": lambda: robot_fanout.run_robot(robot_fanout.PROCESS, n),
     }
     samples = {w: {c: [] for c in CONTENDERS} for w in workloads}
