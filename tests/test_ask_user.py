@@ -131,8 +131,6 @@ def test_hitl_hooks_fire_may_answer_and_the_events_are_streamed():
                               ("helper", "Your city?", "Paris", "terminal")]
 
 
-
-
 @pytest.fixture(params=["process", "subinterpreter", "ray"])
 def mode(request):
     """Each mode in turn; one this interpreter lacks is skipped with its DependencyError (failed if required)."""
