@@ -78,3 +78,12 @@ def through_memory(key: str) -> tuple:
     proxy.set(key, b"w" * BIG)
     back = proxy.get("from parent")
     return type(back).__name__, len(back), bytes(back[:1])
+
+
+def digest_later(value: memoryview, seconds: float, path: str) -> None:
+    """Sleep, then write the SHA-256 of *value* to *path*: a job that reads its argument after it was abandoned."""
+    import hashlib
+
+    time.sleep(seconds)
+    with open(path, "w") as file:
+        file.write(hashlib.sha256(value).hexdigest())

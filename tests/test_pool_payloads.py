@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from robotlab.errors import JobTimeout, RactorBoundaryError, WorkerCrashed
+from robotlab.errors import JobTimeout, RactorBoundaryError, WireError, WorkerCrashed
 from robotlab.parallel import WorkerPool, shared_buffers, wire
 from robotlab.parallel.boundary import FrozenDict, freeze_deep
 from tests import backends
@@ -277,3 +277,94 @@ def test_memory_proxy_values_cross_through_shared_memory(backend):
     if backend != "ray":
         assert calls and all(int.from_bytes(c[1:], "big") < 2000 for c in calls), calls
     assert settled_clean(shm_before, memfds_before)
+
+
+@pytest.fixture
+def lending_pool():
+    """A one-worker subinterpreter pool on CPython 3.13, where the parent's bytes are lent, not copied."""
+    backends.use("subinterpreter")
+    if sys.version_info >= (3, 14):
+        pytest.skip("bytes are lent to subinterpreters on CPython 3.13 (the PEP 734 backport) only")
+    with WorkerPool(size=1, backend="subinterpreter") as pool:
+        yield pool
+
+
+def eventually(condition, within: float = 10.0) -> bool:
+    """Whether *condition()* holds within *within* seconds (a worker's view is released by a call queued here)."""
+    deadline = time.monotonic() + within
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_bytes_are_lent_to_a_subinterpreter_worker_and_released_when_it_lets_go(lending_pool):
+    data = bytes(range(256)) * 4096  # 1 MiB
+    alone = sys.getrefcount(data) - 1
+    memfds_before = own_memfds()
+    holding = lending_pool.submit(jobs.sleep_holding, memoryview(data), 0.5)
+    while not holding.running():
+        time.sleep(0.01)
+    time.sleep(0.1)
+    assert own_memfds() == memfds_before  # no segment: the worker reads this process's own bytes
+    assert sys.getrefcount(data) - 1 > alone  # and they are kept alive for it
+    assert holding.result(60) == len(data)
+    assert eventually(lambda: sys.getrefcount(data) - 1 == alone)
+    assert lending_pool.submit(jobs.echo, data).result(60) is data  # lent there, and the same object back
+
+
+def test_an_abandoned_job_still_reads_the_bytes_it_was_lent(lending_pool, tmp_path: Path):
+    import hashlib
+
+    data = os.urandom(1 << 20)  # freed memory of this size is unmapped: reading it would crash, not pass
+    expected, path = hashlib.sha256(data).hexdigest(), tmp_path / "digest"
+    with pytest.raises(JobTimeout):
+        lending_pool.submit(jobs.digest_later, memoryview(data), 0.5, str(path), timeout=0.1).result(60)
+    del data  # the caller lets go before the abandoned job reads its argument
+    deadline = time.monotonic() + 20
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.05)
+    assert path.read_text() == expected
+
+
+def test_bytes_lent_to_a_job_that_never_ran_are_taken_back():
+    backends.use("subinterpreter")
+    with WorkerPool(size=1, backend="subinterpreter") as pool:
+        data = b"q" * BIG
+        alone = sys.getrefcount(data) - 1
+        running = pool.submit(jobs.sleep_holding, b"r", 0.5)
+        queued = pool.submit(jobs.sleep_holding, data, 0.5)
+        if queued.cancel():  # not yet handed over: its loan comes back at once
+            assert eventually(lambda: sys.getrefcount(data) - 1 == alone)
+        else:
+            assert queued.result(60) == BIG
+        assert running.result(60) == 1
+
+
+def test_a_job_outbox_takes_back_loans_nobody_read():
+    backends.use("subinterpreter")
+    from robotlab.parallel.subinterpreter_backend import SubinterpreterBackend, load_interpreters
+
+    queues = SubinterpreterBackend().interpreter_queues
+    if queues is None:
+        pytest.skip("bytes are lent on CPython 3.13 only")
+    data = b"z" * BIG
+    alone = sys.getrefcount(data) - 1
+    outbox = shared_buffers.JobOutbox(queues)
+    ref = outbox.store([data, memoryview(data)])
+    assert ref[0] == "lent" and ref[2] == (BIG, BIG) and sys.getrefcount(data) - 1 > alone
+    mixed = outbox.store([data, bytearray(b"m" * BIG)])  # not all immutable: copied as before
+    assert mixed[0] == "fd"
+    with pytest.raises(WireError, match="reached the main interpreter"):
+        shared_buffers.open_segment(ref)  # say, a result forged by a process worker: the parent takes no loan
+    outbox.release()
+    assert sys.getrefcount(data) - 1 == alone
+    interp = load_interpreters().create()  # a worker reading the frame after its job ended: a clear error
+    try:
+        with pytest.raises(Exception, match="lent to this frame are gone"):
+            interp.exec(f"import sys\nsys.path[:] = {sys.path!r}\nfrom robotlab.parallel import shared_buffers\n"
+                        f"shared_buffers.open_segment({ref!r})")
+    finally:
+        interp.close()

@@ -114,6 +114,7 @@ class ProcessBackend:
     can_kill = True
     # Its workers run on this machine: large buffers cross in shared memory (see shared_buffers).
     shares_memory = True
+    interpreter_queues = None  # see SubinterpreterBackend
 
     def __init__(self, start_method: str | None) -> None:
         if start_method == "fork":

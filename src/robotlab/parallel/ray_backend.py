@@ -613,6 +613,7 @@ class RayBackend:
     can_kill = True
     # Actors may run on other machines: buffers stay in the frame (a sealed socket), not in shared memory.
     shares_memory = False
+    interpreter_queues = None  # see SubinterpreterBackend
 
     def __init__(self, address: str | None = None, resources: Mapping[str, float] | None = None) -> None:
         if address is not None and (not isinstance(address, str) or not address):

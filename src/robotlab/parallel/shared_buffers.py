@@ -3,7 +3,8 @@
 A sender writes a frame's out-of-band buffers (see ``out_of_band``) once into
 one segment; the frame carries only a *reference*; the receiver maps the
 segment copy-on-write, so nothing it does to what it receives reaches the
-sender's memory. Three kinds of segment, each with one owner that frees it:
+sender's memory. Three kinds of segment, each with one owner that frees it,
+and one kind of loan:
 
 - ``("fd", pid, fd, inode, sizes)``: an anonymous ``memfd`` of process *pid*
   (the pool's process), opened by the receiver through ``/proc/PID/fd/FD``.
@@ -19,6 +20,13 @@ sender's memory. Three kinds of segment, each with one owner that frees it:
   names (:func:`remove_worker_segments`) when it joins it.
 - ``("own", fd, inode, sizes)``: a ``memfd`` handed over inside one process (a
   thread or subinterpreter worker's result): the receiver maps it and closes it.
+- ``("lent", queue_id, sizes)``: no segment at all. ``bytes`` sent to a
+  subinterpreter of this process are *lent*: read-only views of them wait in a
+  cross-interpreter queue (PEP 734), and the worker reads the sender's own
+  memory. Only immutable ``bytes`` are lent, so a view can never see a change;
+  CPython keeps each lent object alive until the view that the worker took is
+  gone, however long an abandoned job holds it. The :class:`JobOutbox` drains
+  what the worker did not take when the job ends.
 
 Only Linux has all three (``memfd_create``, ``/proc``, ``/dev/shm``):
 elsewhere :func:`supported` is False and every buffer stays in the frame.
@@ -41,6 +49,7 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Any
 
 from robotlab.errors import WireError
@@ -83,36 +92,59 @@ def _memfd() -> int:
     return os.memfd_create("robotlab-buffers", os.MFD_CLOEXEC)
 
 
-class JobOutbox:
-    """The parent's segments of one job frame: open until :meth:`release` (when the job's future is done)."""
+def _lendable(buffer: Any) -> bool:
+    """Whether *buffer* is immutable: ``bytes``, or a read-only view of ``bytes``."""
+    return type(buffer) is bytes or (type(buffer) is memoryview and buffer.readonly and type(buffer.obj) is bytes)
 
-    def __init__(self) -> None:
+
+class JobOutbox:
+    """The parent's segments of one job frame: open until :meth:`release` (when the job's future is done).
+
+    *queues*: the PEP 734 queues module, when the job's worker is a subinterpreter of
+    this process (its ``bytes`` are lent rather than copied); None otherwise.
+    """
+
+    def __init__(self, queues: ModuleType | None = None) -> None:
         self._lock = threading.Lock()  # answers to the job's calls store here too, from another thread
+        self._queues = queues
         self._fds: list[int] = []
+        self._lent: list[Any] = []  # the queues of views lent to the worker
         self._released = False
         self.sent: Sequence[Any] = ()  # the job frame's buffers: its reply may refer to them (``out_of_band``)
 
     def store(self, buffers: Sequence[Any]) -> tuple:
+        lend = self._queues is not None and all(map(_lendable, buffers))
         with self._lock:
             if self._released:
                 raise WireError("the job has ended: its frames take no more shared memory")
-            fd = _memfd()
-            if not self._fds:
+            if not self.holds():
                 self.sent = buffers
+            if lend:
+                queue = self._queues.create(syncobj=True)
+                for buffer in buffers:
+                    queue.put_nowait(memoryview(buffer))
+                self._lent.append(queue)
+                return ("lent", queue.id, tuple(memoryview(b).nbytes for b in buffers))
+            fd = _memfd()
             self._fds.append(fd)
         inode, sizes = _write(fd, buffers)
         return ("fd", os.getpid(), fd, inode, sizes)
 
     def holds(self) -> bool:
-        return bool(self._fds)
+        return bool(self._fds or self._lent)
 
     def release(self) -> None:
-        """Close the segments (idempotent); a worker that mapped one keeps its mapping."""
+        """Close the segments and take back unread loans (idempotent); what a worker took stays valid."""
         with self._lock:
             fds, self._fds, self._released = self._fds, [], True
+            lent, self._lent = self._lent, []
             self.sent = ()
         for fd in fds:
             os.close(fd)
+        for queue in lent:  # a queue dropped with items in it would keep them alive for good
+            while not queue.empty():
+                with contextlib.suppress(self._queues.QueueEmpty):  # the worker took it meanwhile
+                    queue.get_nowait()
 
 
 class FrameOutbox:
@@ -224,8 +256,32 @@ def _open(ref: tuple) -> int:
     raise WireError(f"unknown shared-memory reference {kind!r}")
 
 
+def _take_lent(ref: tuple) -> list[memoryview]:
+    """The read-only views a "lent" *ref* names, from its queue (see :class:`JobOutbox`)."""
+    try:  # only subinterpreters of CPython 3.13 are lent to: the parent takes no loans (from a forged result)
+        from interpreters_backport import interpreters
+        from interpreters_backport.interpreters import queues
+    except ImportError:
+        interpreters = None
+    if interpreters is None or interpreters.get_current() == interpreters.get_main():
+        raise WireError("a frame that borrows buffers reached the main interpreter: only subinterpreter "
+                        "workers borrow")
+    _, queue_id, sizes = ref
+    try:
+        queue = queues.Queue(queue_id)
+        views = [queue.get_nowait() for _ in sizes]
+    except (queues.QueueError, ValueError, TypeError) as exc:  # QueueError: gone, or drained (the job ended)
+        raise WireError(f"the buffers lent to this frame are gone ({type(exc).__name__}): its sender ended "
+                        "the job") from None
+    if any(type(v) is not memoryview or v.nbytes != size for v, size in zip(views, sizes, strict=True)):
+        raise WireError("the buffers lent to this frame do not match its reference")
+    return views
+
+
 def open_segment(ref: tuple) -> list[memoryview]:
-    """Views of the buffers *ref* names, over a private copy-on-write mapping (writes stay in this process)."""
+    """Views of the buffers *ref* names: lent (read-only), or over a private copy-on-write mapping."""
+    if ref[0] == "lent":
+        return _take_lent(ref)
     *_, inode, sizes = ref
     fd = _open(ref)
     if os.fstat(fd).st_ino != inode:

@@ -117,6 +117,14 @@ class SubinterpreterBackend:
 
     def __init__(self) -> None:
         self._interpreters: Any = load_interpreters()
+        # Where the workers can read this process's memory in place: the bytes of a job are lent
+        # to them through a PEP 734 queue instead of copied (see shared_buffers). The backport
+        # (CPython 3.13) only: 3.14's queues are not tried yet, and copy as before.
+        self.interpreter_queues: ModuleType | None = None
+        if sys.version_info < (3, 14):
+            from interpreters_backport.interpreters import queues
+
+            self.interpreter_queues = queues
 
     def start(self, initializer: str | None, initargs: tuple) -> InterpreterWorker:
         return InterpreterWorker(self._interpreters, initializer, initargs)

@@ -133,6 +133,7 @@ class ThreadBackend:
     can_kill = False
     # Its workers run on this machine: large buffers cross in shared memory (see shared_buffers).
     shares_memory = True
+    interpreter_queues = None  # see SubinterpreterBackend
 
     def start(self, initializer: str | None, initargs: tuple) -> ThreadWorker:
         return ThreadWorker(initializer, initargs)
