@@ -28,3 +28,9 @@ def backend(request: pytest.FixtureRequest) -> str:
     """Each WorkerPool backend of ``tests/backends.py`` in turn; one this interpreter lacks is skipped with
     its DependencyError (or fails, when its ``ROBOTLAB_REQUIRE_...`` variable is 1)."""
     return backends.prepared(request, request.param)
+
+
+@pytest.fixture(params=list(backends.BACKENDS))
+def mode(request: pytest.FixtureRequest) -> str:
+    """Each network ``parallel_mode`` in turn (they are the backends' names), skipped or failed as ``backend`` is."""
+    return backends.prepared(request, request.param)

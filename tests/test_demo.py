@@ -8,18 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from robotlab import DependencyError, cli
+from robotlab import cli
 from robotlab.demo import EventLog, risk_score, run_demo
 from robotlab.parallel import shutdown_pool
-from robotlab.parallel.subinterpreter_backend import load_interpreters
-
-try:
-    load_interpreters()
-    NO_SUBINTERPRETERS = None
-except DependencyError as exc:
-    NO_SUBINTERPRETERS = str(exc)
-# Where the subinterpreter suite is required (make test-3.13), a missing backend fails instead of skipping.
-SKIP_SUBINTERPRETERS = NO_SUBINTERPRETERS is not None and os.environ.get("ROBOTLAB_REQUIRE_SUBINTERPRETERS") != "1"
+from tests import backends
 
 SPEEDUP = re.compile(r"speedup measured: the same network took (\d+\.\d\d)s with parallel_mode='thread' and "
                      r"(\d+\.\d\d)s with parallel_mode='(\w+)': (\d+\.\d)x \(starting the workers")
@@ -49,8 +41,8 @@ def test_demo_on_worker_processes_prints_the_speedup_it_measured(capsys):
     check_parallel_demo(capsys.readouterr().out, "process")
 
 
-@pytest.mark.skipif(SKIP_SUBINTERPRETERS, reason=f"DependencyError: {NO_SUBINTERPRETERS}")
 def test_demo_on_subinterpreters_prints_the_speedup_it_measured(capsys):
+    backends.use("subinterpreter")
     assert run_demo(parallel_mode="subinterpreter") == 0
     check_parallel_demo(capsys.readouterr().out, "subinterpreter")
 

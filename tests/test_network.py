@@ -12,33 +12,9 @@ from robotlab import ConfigurationError, DependencyError, RactorBoundaryError, W
 from robotlab.hooks import Hook
 from robotlab.llm import EchoModel, LlmReply, ScriptedModel, Usage, call
 from robotlab.parallel import shutdown_pool
-from robotlab.parallel.subinterpreter_backend import load_interpreters
 from robotlab.task import UpstreamFailed
 from tests import backends
 from tests import network_jobs as jobs
-
-try:
-    load_interpreters()
-    NO_SUBINTERPRETERS = None
-except DependencyError as exc:
-    NO_SUBINTERPRETERS = str(exc)
-
-
-def mode_param(mode):
-    if mode == "subinterpreter" and NO_SUBINTERPRETERS and os.environ.get("ROBOTLAB_REQUIRE_SUBINTERPRETERS") != "1":
-        return pytest.param(mode, marks=pytest.mark.skip(reason=f"DependencyError: {NO_SUBINTERPRETERS}"))
-    return pytest.param(mode)
-
-
-MODES = [mode_param(m) for m in ("thread", "process", "subinterpreter", "ray")]
-
-
-@pytest.fixture(params=MODES)
-def mode(request):
-    if request.param == "ray":  # skipped with the DependencyError where Ray is missing (failed if required)
-        backends.use("ray")
-        request.getfixturevalue("ray_cluster")  # else robotlab would start a Ray of its own
-    return request.param
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -273,7 +249,7 @@ def test_unknown_parallel_mode_is_refused():
         robotlab.create_network(name="x", parallel_mode="gpu")
 
 
-@pytest.mark.parametrize("mode", [m for m in MODES if m.values[0] != "thread"], indirect=True)
+@pytest.mark.parametrize("mode", ["process", "subinterpreter", "ray"], indirect=True)
 def test_what_cannot_run_in_a_worker_is_refused_before_anything_runs(mode):
     @robotlab.tool
     def local_tool() -> str:
@@ -302,8 +278,8 @@ def test_what_cannot_run_in_a_worker_is_refused_before_anything_runs(mode):
     assert model.calls == []
 
 
-@pytest.mark.skipif(NO_SUBINTERPRETERS is not None, reason=f"DependencyError: {NO_SUBINTERPRETERS}")
 def test_subinterpreter_mode_refuses_robots_whose_modules_cannot_load_there_before_the_run():
+    backends.use("subinterpreter")
     model = ScriptedModel(["never called"])
     net = robotlab.create_network(name="sub", parallel_mode="subinterpreter")
     net.task("mcp", robotlab.build(name="mcp_user", model=model,

@@ -18,9 +18,8 @@ from robotlab import tracing
 from robotlab.llm import LlmReply, ScriptedModel, Usage, call
 from robotlab.parallel import default_pool, shutdown_pool
 from robotlab.tracing import TracingHook
-from tests import backends, network_jobs, tool_jobs
+from tests import network_jobs, tool_jobs
 from tests.doc_blocks import python_blocks, run_block
-from tests.test_network import mode_param
 
 EXPORTER = InMemorySpanExporter()
 PROVIDER = TracerProvider()
@@ -71,14 +70,6 @@ def priced(messages, tools):
     if not any(m["role"] == "tool" for m in messages):
         return LlmReply(tool_calls=[call("where")], usage=Usage(10, 4), cost=0.01, model="openai/gpt-x")
     return LlmReply(text="done", usage=Usage(20, 2), cost=0.02, model="openai/gpt-x")
-
-
-@pytest.fixture(params=[mode_param(m) for m in ("thread", "process", "subinterpreter", "ray")])
-def mode(request):
-    if request.param == "ray":  # skipped with the DependencyError where Ray is missing (failed if required)
-        backends.use("ray")
-        request.getfixturevalue("ray_cluster")
-    return request.param
 
 
 def test_a_network_gives_one_span_tree_in_every_mode(mode):

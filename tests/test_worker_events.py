@@ -12,9 +12,8 @@ import robotlab
 from robotlab.llm import ScriptedModel, call
 from robotlab.parallel import default_pool, shutdown_pool
 from tests import network_jobs, tool_jobs
-from tests.test_network import mode_param
 
-MODES = [mode_param(m) for m in ("thread", "process", "subinterpreter")]
+MODES = ["thread", "process", "subinterpreter"]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -31,7 +30,7 @@ def two_tasks(mode):
     return net
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES, indirect=True)
 def test_the_narrators_stream_shows_what_worker_tasks_do_in_order(mode):
     stream = io.StringIO()
     robotlab.Narrator.enable(stream=stream)
@@ -60,7 +59,7 @@ def test_the_narrators_stream_shows_what_worker_tasks_do_in_order(mode):
     ]
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", MODES, indirect=True)
 def test_a_network_tasks_tool_call_says_which_backend_and_worker_ran_it(mode):
     record = two_tasks(mode).run("go")["a"].result.tool_calls[0]
     assert record.where == mode
@@ -72,7 +71,7 @@ def test_a_network_tasks_tool_call_says_which_backend_and_worker_ran_it(mode):
     assert record.queued_s == 0.0 and record.run_s == record.duration > 0
 
 
-@pytest.mark.parametrize("backend", [mode_param(m) for m in ("process", "subinterpreter")])
+@pytest.mark.parametrize("backend", ["process", "subinterpreter"], indirect=True)
 def test_pool_tool_calls_split_their_time_into_queued_and_run(backend):
     # One worker, two 0.2 s calls in one reply: the second waits for the first.
     default_pool(backend, 1).run_tool(tool_jobs.nap, {"seconds": 0})  # started, the tool imported
