@@ -85,6 +85,16 @@ def prepared(request: pytest.FixtureRequest, name: str) -> str:
     return name
 
 
+def until(condition, seconds: float = 10.0) -> bool:
+    """Poll *condition* until it holds (True) or *seconds* pass (False)."""
+    end = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.002)
+    return True
+
+
 def gone(pids: list[int], within: float = 10.0) -> bool:
     """True once none of *pids* is a live (non-zombie) process; kills any that remain (so a failing
     test does not leave them behind for the rest of the run)."""

@@ -37,7 +37,7 @@ from robotlab.errors import (
 from robotlab.parallel import RemoteTraceback, WorkerPool, scheduling
 from tests import parallel_jobs as jobs
 from tests import pool_owner
-from tests.backends import BACKENDS, gone, live_in_process_workers, workers_gone
+from tests.backends import BACKENDS, gone, live_in_process_workers, until, workers_gone
 
 # Backends whose workers are processes of their own, so a job may crash or kill one without ending this one.
 OWN_PROCESSES = [name for name, spec in BACKENDS.items() if not spec.in_process]
@@ -323,16 +323,6 @@ def test_a_job_never_waits_behind_a_job_known_to_be_slow(backend, tmp_path):
         assert not slow.done()
         release.touch()
         assert slow.result(30) is True
-
-
-def until(condition, seconds=10.0):
-    """Poll *condition* until it holds (True) or *seconds* pass (False)."""
-    end = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.002)
-    return True
 
 
 def test_a_busy_worker_gets_its_next_job_before_a_job_of_consistent_length_ends(backend, monkeypatch):

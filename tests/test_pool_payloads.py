@@ -289,16 +289,6 @@ def lending_pool():
         yield pool
 
 
-def eventually(condition, within: float = 10.0) -> bool:
-    """Whether *condition()* holds within *within* seconds (a worker's view is released by a call queued here)."""
-    deadline = time.monotonic() + within
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
 def test_bytes_are_lent_to_a_subinterpreter_worker_and_released_when_it_lets_go(lending_pool):
     data = bytes(range(256)) * 4096  # 1 MiB
     alone = sys.getrefcount(data) - 1
@@ -310,7 +300,7 @@ def test_bytes_are_lent_to_a_subinterpreter_worker_and_released_when_it_lets_go(
     assert own_memfds() == memfds_before  # no segment: the worker reads this process's own bytes
     assert sys.getrefcount(data) - 1 > alone  # and they are kept alive for it
     assert holding.result(60) == len(data)
-    assert eventually(lambda: sys.getrefcount(data) - 1 == alone)
+    assert backends.until(lambda: sys.getrefcount(data) - 1 == alone)
     assert lending_pool.submit(jobs.echo, data).result(60) is data  # lent there, and the same object back
 
 
@@ -337,7 +327,7 @@ def test_bytes_lent_to_a_job_that_never_ran_are_taken_back():
         running = pool.submit(jobs.sleep_holding, b"r", 0.5)
         queued = pool.submit(jobs.sleep_holding, data, 0.5)
         if queued.cancel():  # not yet handed over: its loan comes back at once
-            assert eventually(lambda: sys.getrefcount(data) - 1 == alone)
+            assert backends.until(lambda: sys.getrefcount(data) - 1 == alone)
         else:
             assert queued.result(60) == BIG
         assert running.result(60) == 1
