@@ -135,7 +135,6 @@ class WorkerPool(Executor):
         self._backend = _make_backend(backend, start_method, address, resources)
         # Large buffers of jobs travel in shared memory (see shared_buffers) unless the workers may be elsewhere.
         self._shares_memory = self._backend.shares_memory and shared_buffers.supported()
-        self._lends_to = self._backend.interpreter_queues  # subinterpreters: bytes are lent, not copied
         self._paths: dict[Any, str] = {}
         self._initializer = None if initializer is None else self.path_of(initializer)
         self._initargs = freeze_deep(tuple(initargs), root="initargs", main_importable=self._main_importable)
@@ -372,7 +371,8 @@ class WorkerPool(Executor):
         job_kwargs = dict(freeze_deep(kwargs, root="kwargs" if kind == "call" else "args",
                                       main_importable=main_importable)) if kwargs else {}
         endpoint_ids = None if not endpoints else tuple((name, id(e)) for name, e in endpoints.items())
-        outbox = shared_buffers.JobOutbox(self._lends_to) if self._shares_memory else None
+        # On subinterpreters (interpreter_queues), bytes are lent rather than copied.
+        outbox = shared_buffers.JobOutbox(self._backend.interpreter_queues) if self._shares_memory else None
         try:
             frame = pool_protocol.job_frame(job_id, kind, target, job_args, job_kwargs, endpoint_ids, hooks,
                                             outbox=outbox)

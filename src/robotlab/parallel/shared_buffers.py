@@ -120,11 +120,11 @@ class JobOutbox:
             if not self.holds():
                 self.sent = buffers
             if lend:
-                queue = self._queues.create(syncobj=True)
-                for buffer in buffers:
-                    queue.put_nowait(memoryview(buffer))
+                queue, views = self._queues.create(syncobj=True), [memoryview(b) for b in buffers]
+                for view in views:
+                    queue.put_nowait(view)
                 self._lent.append(queue)
-                return ("lent", queue.id, tuple(memoryview(b).nbytes for b in buffers))
+                return ("lent", queue.id, tuple(view.nbytes for view in views))
             fd = _memfd()
             self._fds.append(fd)
         inode, sizes = _write(fd, buffers)
